@@ -1,0 +1,117 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+)
+
+type listOptions struct {
+	allRuns bool
+	format  string
+}
+
+// listRow is one monitor in a listing; a record that cannot be read is
+// listed with its error instead of breaking the listing.
+type listRow struct {
+	*monitorView
+	MonitorID string               `json:"monitor_id,omitempty"`
+	Error     *protocol.ErrorBody `json:"error,omitempty"`
+}
+
+type listResponse struct {
+	RunID    string    `json:"run_id,omitempty"`
+	Monitors []listRow `json:"monitors"`
+}
+
+func newListCmd(env *Env, g *globals) *cobra.Command {
+	var opts listOptions
+	c := &cobra.Command{
+		Use:   "list [--all-runs] [--format json|table]",
+		Short: "List the monitors of the run",
+		Long: `List one row per monitor of the selected run (or of every run with
+--all-runs): status, name, argv and age. A table when stdout is a terminal
+or with --format table, JSON otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runList(env, g, opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.allRuns, "all-runs", false, "list the monitors of every run")
+	c.Flags().StringVar(&opts.format, "format", "", "json or table (default: table on a terminal, else json)")
+	return c
+}
+
+func runList(env *Env, g *globals, opts listOptions) error {
+	switch opts.format {
+	case "", "json", "table":
+	default:
+		return protocol.Errorf(protocol.CodeInvalidRequest, "--format %q: want json or table", opts.format).With("field", "format")
+	}
+	dir, err := openState(env)
+	if err != nil {
+		return err
+	}
+	resp := listResponse{Monitors: []listRow{}}
+	if !opts.allRuns {
+		if resp.RunID, err = selectedRun(env, g); err != nil {
+			return err
+		}
+	}
+	ids, err := dir.MonitorIDs()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		o, err := proc.Observe(dir, id)
+		if err != nil {
+			e := protocol.AsError(err)
+			resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message}})
+			continue
+		}
+		if !opts.allRuns && o.Monitor.RunID != resp.RunID {
+			continue
+		}
+		v := viewOf(o)
+		resp.Monitors = append(resp.Monitors, listRow{monitorView: &v})
+	}
+	if opts.format == "table" || (opts.format == "" && env.StdoutIsTerminal) {
+		return writeTable(env, resp)
+	}
+	return respond(env, g, resp)
+}
+
+func writeTable(env *Env, resp listResponse) error {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MONITOR\tRUN\tSTATUS\tNAME\tAGE\tARGV")
+	now := env.Now()
+	for _, r := range resp.Monitors {
+		if r.Error != nil {
+			fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t%s\n", r.MonitorID, r.Error.Code, r.Error.Message)
+			continue
+		}
+		v := r.monitorView
+		status := v.Status
+		if v.ExitCode != nil {
+			status += fmt.Sprintf(" (%d)", *v.ExitCode)
+		} else if v.Signal != nil {
+			status += " (" + *v.Signal + ")"
+		}
+		age := now.Sub(time.UnixMilli(v.StartedAtMs)).Truncate(time.Second)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.MonitorID, v.RunID, status, dash(v.Name), age, strings.Join(v.Argv, " "))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,121 @@
+// Package cmd is procmon's command line: one file per subcommand, each
+// decoding a request (JSON on stdin, or flags), calling into internal/, and
+// encoding one response object. Errors are reported once, by Main.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+)
+
+// Env is what a command may touch of the outside world; commands never
+// reach for os.Stdout or the clock directly.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// Environ is the environment a started service inherits.
+	Environ func() []string
+	Getwd   func() (string, error)
+	Now     func() time.Time
+	// StdinIsTerminal is true when a person, not a request, is on stdin.
+	StdinIsTerminal bool
+	// StdoutIsTerminal selects human tables where a command has them.
+	StdoutIsTerminal bool
+}
+
+func defaultEnv() *Env {
+	return &Env{
+		Stdin:            os.Stdin,
+		Stdout:           os.Stdout,
+		Stderr:           os.Stderr,
+		Getenv:           os.Getenv,
+		Environ:          os.Environ,
+		Getwd:            os.Getwd,
+		Now:              time.Now,
+		StdinIsTerminal:  isTerminal(os.Stdin),
+		StdoutIsTerminal: isTerminal(os.Stdout),
+	}
+}
+
+// Main runs procmon with the process's arguments and returns its exit
+// status.
+func Main() int {
+	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
+		return proc.RunGuardian(os.Stdin, os.Stdout)
+	}
+	return Run(os.Args[1:], defaultEnv())
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	pretty bool
+	run    string
+}
+
+// Run executes one command line against env and returns the exit status.
+func Run(args []string, env *Env) int {
+	g := &globals{}
+	root := newRootCmd(env, g)
+	root.SetArgs(args)
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var pe *protocol.Error
+	if !errors.As(err, &pe) {
+		// Anything cobra itself refused is a usage error.
+		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%v (see procmon --help)", err)
+	}
+	if interrupted(pe) {
+		pe.Code = protocol.CodeWaitInterrupted
+	}
+	if werr := protocol.WriteJSON(env.Stdout, pe.Object(), g.pretty); werr != nil {
+		fmt.Fprintln(env.Stderr, "procmon:", pe.Message)
+	}
+	return pe.Code.ExitStatus()
+}
+
+func interrupted(pe *protocol.Error) bool { return pe.Code == protocol.CodeWaitInterrupted }
+
+func newRootCmd(env *Env, g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "procmon",
+		Short: "Safe custody of long-running processes",
+		Long: `procmon starts services under a detached guardian, waits once for real
+evidence that they are ready, shows their output with credentials redacted,
+and stops them with a receipt that proves nothing was left behind.
+
+Every command reads one JSON object {"request": {...}} on stdin and writes
+one JSON object on stdout; flags and arguments build the same request by
+hand. Start with: procmon configure --enable`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+	}
+	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response")
+	root.PersistentFlags().StringVar(&g.run, "run", "", "run id to act in (default $PROCMON_RUN, else \"default\")")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "%v (see procmon %s --help)", err, c.Name())
+	})
+	root.AddCommand(
+		newConfigureCmd(env, g),
+		newStartCmd(env, g),
+		newStatusCmd(env, g),
+		newListCmd(env, g),
+		newCancelCmd(env, g),
+	)
+	return root
+}

@@ -1,0 +1,274 @@
+package cmd
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+type startRequest struct {
+	Argv           []string          `json:"argv"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Secrets        []string          `json:"secrets,omitempty"`
+	SecretEnv      []string          `json:"secret_env,omitempty"`
+	TimeoutSeconds *int64            `json:"timeout_seconds,omitempty"`
+	Name           string            `json:"name,omitempty"`
+}
+
+type startResponse struct {
+	MonitorID            string   `json:"monitor_id"`
+	RunID                string   `json:"run_id"`
+	Name                 string   `json:"name,omitempty"`
+	Status               string   `json:"status"`
+	CommandOrdinal       int64    `json:"command_ordinal"`
+	PID                  int      `json:"pid"`
+	PGID                 int      `json:"pgid"`
+	Argv                 []string `json:"argv"`
+	StartedAtMs          int64    `json:"started_at_ms"`
+	OwnershipExpiresAtMs int64    `json:"ownership_expires_at_ms"`
+	WorkDeadlineMs       *int64   `json:"work_deadline_ms"`
+	Warnings             []string `json:"warnings,omitempty"`
+}
+
+func newStartCmd(env *Env, g *globals) *cobra.Command {
+	var req startRequest
+	var envPairs []string
+	var timeout int64
+	c := &cobra.Command{
+		Use:   "start [flags] -- ARGV...",
+		Short: "Start a service under a detached guardian",
+		Long: `Start a service under a detached guardian and return once its running
+handoff is durable. Takes one command slot of the run's budget.
+
+  procmon start -- python3 -m http.server 8000
+  procmon start --name api --timeout 600 --env PORT=8000 -- ./server
+  echo '{"request":{"argv":["python3","-u","server.py"]}}' | procmon start
+
+Start services in the foreground: a daemonizing service leaves its group.
+Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *CREDENTIAL*
+(and those named by --secret-env) are treated as secrets: their values
+are redacted from the output before it is stored.`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 || flagsUsed(c) {
+				req.Argv = args
+				if c.Flags().Changed("timeout") {
+					req.TimeoutSeconds = &timeout
+				}
+				for _, kv := range envPairs {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok || k == "" {
+						return protocol.Errorf(protocol.CodeInvalidRequest, "--env %q: want NAME=VALUE", kv).With("field", "env")
+					}
+					if req.Env == nil {
+						req.Env = map[string]string{}
+					}
+					req.Env[k] = v
+				}
+			} else if err := readRequest(env, c, &req); err != nil {
+				return err
+			}
+			resp, err := runStart(env, g, req)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, resp)
+		},
+	}
+	c.Flags().StringVar(&req.Cwd, "cwd", "", "working directory and component root (default: the current directory)")
+	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
+	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
+	c.Flags().Int64Var(&timeout, "timeout", 0, "work deadline in seconds from admission")
+	c.Flags().StringVar(&req.Name, "name", "", "a label for the service")
+	return c
+}
+
+func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
+	admitted := env.Now().UnixMilli()
+	if len(req.Argv) == 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty: procmon start -- COMMAND [ARGS...]`).With("field", "argv")
+	}
+	if req.Argv[0] == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[0] is empty`).With("field", "argv")
+	}
+	if err := protocol.PositiveOrNull("timeout_seconds", req.TimeoutSeconds); err != nil {
+		return nil, err
+	}
+	for i, s := range req.Secrets {
+		if len(s) < minSecretLen {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, minSecretLen).With("field", "secrets")
+		}
+	}
+	cwd, err := resolveCwd(env, req.Cwd)
+	if err != nil {
+		return nil, err
+	}
+
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	runID, err := selectedRun(env, g)
+	if err != nil {
+		return nil, err
+	}
+	run, err := loadRun(env, dir, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := admit(run, "start_process"); err != nil {
+		return nil, err
+	}
+	if run.EndedAtMs != nil {
+		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and starts nothing more; create a new one with: procmon run new", run.RunID).With("run_id", run.RunID)
+	}
+	sb := run.Policy.Sandbox
+	// The slot is taken before anything is spawned and never refunded.
+	ordinal, err := dir.TakeOrdinal(run.RunID, sb.CommandLimit)
+	if err != nil {
+		return nil, err
+	}
+
+	childEnv := mergeEnv(env.Environ(), req.Env)
+	secrets, warnings := collectSecrets(childEnv, req, run.Policy.SecretEnv)
+	monitorID := state.NewID("m_")
+	m, err := proc.Launch(proc.Spec{
+		StateDir:       dir.Path,
+		MonitorID:      monitorID,
+		RunID:          run.RunID,
+		Name:           req.Name,
+		Argv:           req.Argv,
+		Cwd:            cwd,
+		Env:            childEnv,
+		Secrets:        secrets,
+		CommandOrdinal: ordinal,
+		AdmittedAtMs:   admitted,
+		WorkDeadlineMs: workDeadline(run, admitted, req.TimeoutSeconds),
+		MaxOutputBytes: sb.MaxOutputBytes,
+		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
+		Owner:          run.Owner,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &startResponse{
+		MonitorID:            m.MonitorID,
+		RunID:                m.RunID,
+		Name:                 m.Name,
+		Status:               state.StatusRunning,
+		CommandOrdinal:       m.CommandOrdinal,
+		PID:                  m.PID,
+		PGID:                 m.PGID,
+		Argv:                 m.Argv,
+		StartedAtMs:          m.StartedAtMs,
+		OwnershipExpiresAtMs: m.OwnershipExpiresAtMs,
+		WorkDeadlineMs:       m.WorkDeadlineMs,
+		Warnings:             warnings,
+	}, nil
+}
+
+func resolveCwd(env *Env, cwd string) (string, error) {
+	if cwd == "" {
+		wd, err := env.Getwd()
+		if err != nil {
+			return "", protocol.Errorf(protocol.CodeExecFailed, "current directory: %w", err)
+		}
+		return wd, nil
+	}
+	if !filepath.IsAbs(cwd) {
+		wd, err := env.Getwd()
+		if err != nil {
+			return "", protocol.Errorf(protocol.CodeExecFailed, "current directory: %w", err)
+		}
+		cwd = filepath.Join(wd, cwd)
+	}
+	return filepath.Clean(cwd), nil
+}
+
+// workDeadline is the smallest chosen cap: the run's work duration counted
+// from the run's creation, the monitor timeout and the request's timeout
+// counted from admission. None chosen: no deadline.
+func workDeadline(run *state.Run, admittedMs int64, requestSeconds *int64) *int64 {
+	var deadline *int64
+	consider := func(fromMs int64, seconds *int64) {
+		if seconds == nil {
+			return
+		}
+		d := fromMs + *seconds*1000
+		if deadline == nil || d < *deadline {
+			deadline = &d
+		}
+	}
+	if wd := run.Policy.Sandbox.WorkDuration; wd != nil {
+		consider(run.CreatedAtMs, wd.TimeoutSeconds)
+	}
+	consider(admittedMs, run.Policy.Sandbox.MonitorTimeoutSeconds)
+	consider(admittedMs, requestSeconds)
+	return deadline
+}
+
+// mergeEnv overlays the request's variables on the inherited environment.
+func mergeEnv(inherited []string, extra map[string]string) []string {
+	out := make([]string, 0, len(inherited)+len(extra))
+	for _, kv := range inherited {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, replaced := extra[k]; !replaced {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+// secretName reports whether a variable is secret by its name alone.
+func secretName(name string) bool {
+	n := strings.ToUpper(name)
+	return strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") ||
+		strings.Contains(n, "PASSWORD") || strings.Contains(n, "CREDENTIAL") ||
+		strings.HasSuffix(n, "_KEY")
+}
+
+// collectSecrets gathers the values to redact: the request's secrets and
+// the values of secret variables (by name pattern, the request's
+// secret_env and the settings' secret_env). A variable's value too short
+// to redact safely is left alone and named in a warning.
+func collectSecrets(childEnv []string, req startRequest, settingsNames []string) (secrets, warnings []string) {
+	secrets = append(secrets, req.Secrets...)
+	named := map[string]bool{}
+	for _, n := range append(append([]string(nil), req.SecretEnv...), settingsNames...) {
+		named[n] = true
+	}
+	for _, kv := range childEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		if !named[k] && !secretName(k) {
+			continue
+		}
+		if v == "" {
+			continue
+		}
+		if len(v) < minSecretLen {
+			warnings = append(warnings, fmt.Sprintf("env %s looks secret but its value is shorter than %d bytes, so it is not redacted", k, minSecretLen))
+			continue
+		}
+		secrets = append(secrets, v)
+	}
+	return secrets, warnings
+}
+
+
+// minSecretLen is the shortest secret the redactor accepts.
+const minSecretLen = 8

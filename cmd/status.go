@@ -1,0 +1,62 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+)
+
+type statusRequest struct {
+	MonitorID string `json:"monitor_id,omitempty"`
+}
+
+func newStatusCmd(env *Env, g *globals) *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "status [MONITOR_ID]",
+		Short: "Show a monitor's status, or every monitor of the run",
+		Long: `Show a monitor's record and status: running, settling, exited, cancelled,
+timed_out, output_limit or needs_reconciliation. An exit code is shown only
+with a verified receipt. Without an id, lists the run's monitors.`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeMonitorIDs(env),
+		RunE: func(c *cobra.Command, args []string) error {
+			var req statusRequest
+			switch {
+			case len(args) == 1:
+				req.MonitorID = args[0]
+			case all || env.StdinIsTerminal:
+			default:
+				if err := readRequest(env, c, &req); err != nil {
+					return err
+				}
+			}
+			if req.MonitorID == "" {
+				return runList(env, g, listOptions{allRuns: all})
+			}
+			v, err := runStatus(env, req.MonitorID)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, v)
+		},
+	}
+	c.Flags().BoolVar(&all, "all-runs", false, "without an id: list the monitors of every run")
+	return c
+}
+
+func runStatus(env *Env, id string) (*monitorView, error) {
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	o, err := proc.Observe(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := admitMonitor(env, dir, o.Monitor, "process_status"); err != nil {
+		return nil, err
+	}
+	v := viewOf(o)
+	return &v, nil
+}

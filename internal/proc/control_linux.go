@@ -1,0 +1,186 @@
+package proc
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+// controlRequest is one request on a guardian's private control socket.
+type controlRequest struct {
+	Op      string `json:"op"` // "cancel" or "ping"
+	GraceMs int64  `json:"grace_ms,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// controlReply answers a control request.
+type controlReply struct {
+	Receipt *state.Receipt      `json:"receipt,omitempty"`
+	Phase   string              `json:"phase,omitempty"`
+	Error   *protocol.ErrorBody `json:"error,omitempty"`
+}
+
+// controlServer is the guardian's end of the socket. The socket lives in
+// the monitor's 0700 directory, is created 0600, and a peer must also be
+// the guardian's own user (or root).
+type controlServer struct {
+	l     *net.UnixListener
+	dirFD int
+}
+
+// socketPath names a file in dir through /proc/self/fd, which keeps the
+// address short however deep the state directory is (sun_path is 108 bytes).
+func socketPath(dirFD int) string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s", dirFD, state.ControlName)
+}
+
+func (g *guardian) listen() (*controlServer, error) {
+	fd, err := unix.Open(g.mdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open monitor directory: %w", err)
+	}
+	old := unix.Umask(0o077)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socketPath(fd), Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("listen on control socket: %w", err)
+	}
+	l.SetUnlinkOnClose(false)
+	return &controlServer{l: l, dirFD: fd}, nil
+}
+
+func (s *controlServer) serve(g *guardian) {
+	for {
+		conn, err := s.l.AcceptUnix()
+		if err != nil {
+			return
+		}
+		g.handlers.Add(1)
+		go func() {
+			defer g.handlers.Done()
+			defer conn.Close()
+			g.handle(conn)
+		}()
+	}
+}
+
+func (s *controlServer) close() {
+	unix.Unlinkat(s.dirFD, state.ControlName, 0)
+	s.l.Close()
+	unix.Close(s.dirFD)
+}
+
+func peerAllowed(conn *net.UnixConn) bool {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil || cred == nil {
+		return false
+	}
+	return cred.Uid == 0 || int(cred.Uid) == os.Geteuid()
+}
+
+func (g *guardian) handle(conn *net.UnixConn) {
+	if !peerAllowed(conn) {
+		return
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	var req controlRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return
+	}
+	var reply controlReply
+	switch req.Op {
+	case "ping":
+		reply.Phase = state.PhaseRunning
+		if g.receipt.Load() != nil {
+			reply.Phase = state.PhaseTerminal
+		}
+	case "cancel":
+		select {
+		case g.cancels <- cancelRequest{graceMs: req.GraceMs, reason: req.Reason}:
+		default: // a drain is already asked for; its grace stands
+		}
+		<-g.finished
+		reply.Receipt = g.receipt.Load()
+	default:
+		reply.Error = &protocol.ErrorBody{Code: protocol.CodeInvalidRequest, Message: "unknown control op " + req.Op}
+	}
+	data, _ := json.Marshal(reply)
+	conn.Write(append(data, '\n'))
+}
+
+// errNoGuardian means the control socket has no live guardian behind it.
+var errNoGuardian = errors.New("guardian is not answering on its control socket")
+
+// ask sends one control request to a monitor's guardian and returns its
+// reply; waiting for a drain can take the whole grace, so there is no
+// deadline beyond the one given.
+func ask(mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
+	fd, err := unix.Open(mdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, errNoGuardian
+	}
+	defer unix.Close(fd)
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socketPath(fd), Net: "unix"})
+	if err != nil {
+		return nil, errNoGuardian
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	data, _ := json.Marshal(req)
+	if _, err := conn.Write(append(data, '\n')); err != nil {
+		return nil, errNoGuardian
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read guardian reply: %w", err)
+	}
+	var reply controlReply
+	if err := json.Unmarshal(line, &reply); err != nil {
+		return nil, fmt.Errorf("decode guardian reply: %w", err)
+	}
+	if reply.Error != nil {
+		return nil, &protocol.Error{Code: reply.Error.Code, Message: reply.Error.Message}
+	}
+	return &reply, nil
+}
+
+// RequestDrain asks a monitor's guardian to drain for reason with the given
+// grace and waits for the durable receipt. It returns errNoGuardian when
+// no guardian answers.
+func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*state.Receipt, error) {
+	timeout := time.Duration(graceMs+drainBoundMs)*time.Millisecond + 30*time.Second
+	reply, err := ask(dir.MonitorDir(id), controlRequest{Op: "cancel", GraceMs: graceMs, Reason: reason}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if reply.Receipt == nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without a receipt", id)
+	}
+	return reply.Receipt, nil
+}
+
+// IsNoGuardian reports whether err means no guardian answered.
+func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
+

@@ -1,0 +1,196 @@
+package proc
+
+import (
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/state"
+)
+
+const (
+	// killBoundMs bounds the wait after SIGKILL: a member still there (in
+	// uninterruptible sleep) is reported as kill_unconfirmed, not waited on.
+	killBoundMs = 2000
+	// pipeBoundMs bounds the wait for the output pipe's EOF once the group
+	// is gone; only a member that survived SIGKILL can hold it open longer.
+	pipeBoundMs = 2000
+	// drainBoundMs is the most a drain takes beyond its grace.
+	drainBoundMs = killBoundMs + pipeBoundMs + 1000
+)
+
+// custody is one look at what the guardian is responsible for: every live
+// descendant, split into members of the child's group and escapees (a
+// setsid grandchild, reparented to the guardian as subreaper).
+type custody struct {
+	members  []procStat
+	escapees []procStat
+}
+
+func (c custody) empty() bool { return len(c.members) == 0 && len(c.escapees) == 0 }
+
+func (c custody) pids() []int {
+	var out []int
+	for _, s := range append(append([]procStat(nil), c.members...), c.escapees...) {
+		out = append(out, s.pid)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (g *guardian) look() custody {
+	var c custody
+	for _, s := range scanDescendants(g.self) {
+		if !s.alive() {
+			continue
+		}
+		if s.pgrp == g.child {
+			c.members = append(c.members, s)
+		} else {
+			c.escapees = append(c.escapees, s)
+		}
+	}
+	return c
+}
+
+// drain ends custody: SIGTERM with SIGCONT to the group and every escapee,
+// the grace, SIGKILL to whatever remains, reaping, verification that
+// nothing is left, and the output pipe read to EOF. Every wait is bounded.
+func (g *guardian) drain(cause drainCause) *state.Receipt {
+	r := &state.Receipt{
+		Status:  cause.status,
+		Reason:  cause.reason,
+		Custody: state.CustodyGuardian,
+		Signals: []state.SignalEvent{},
+	}
+	escaped := map[int]bool{}
+	send := func(sig unix.Signal, c custody) {
+		n := g.signalCustody(sig, c)
+		r.Signals = append(r.Signals, state.SignalEvent{Signal: unix.SignalName(sig), AtMs: nowMs(), Targets: n})
+		for _, s := range c.escapees {
+			escaped[s.pid] = true
+		}
+	}
+
+	c := g.look()
+	if g.exit == nil || !c.empty() {
+		send(unix.SIGTERM, c)
+		send(unix.SIGCONT, c)
+		c = g.waitQuiet(time.Now().Add(time.Duration(cause.graceMs) * time.Millisecond))
+		if g.exit == nil || !c.empty() {
+			send(unix.SIGKILL, c)
+			c = g.waitQuiet(time.Now().Add(killBoundMs * time.Millisecond))
+		}
+	}
+	r.KillUnconfirmed = c.pids()
+	if g.exit != nil {
+		// Signalling is over: only now may the child's pid be released.
+		var info childInfo
+		waitid(unix.P_PID, g.child, unix.WEXITED, &info)
+		r.ExitCode, r.Signal, r.ExitedAtMs = g.exit.exitCode, g.exit.signal, &g.exit.atMs
+	}
+	g.reapOrphans()
+
+	after := g.look()
+	groupGone := g.exit != nil && unix.Kill(-g.child, 0) == unix.ESRCH
+	r.GroupEmptyVerified = groupGone && after.empty()
+	for pid := range escaped {
+		r.Escaped = append(r.Escaped, pid)
+	}
+	sort.Ints(r.Escaped)
+	r.Containment = state.ContainmentComplete
+	if !r.GroupEmptyVerified {
+		r.Containment = state.ContainmentIncomplete
+		r.KillUnconfirmed = after.pids()
+		if g.exit == nil {
+			r.KillUnconfirmed = append([]int{g.child}, r.KillUnconfirmed...)
+		}
+	}
+
+	bound := time.Duration(pipeBoundMs) * time.Millisecond
+	if !r.GroupEmptyVerified {
+		bound /= 4
+	}
+	select {
+	case <-g.out.done:
+		r.OutputDrained = true
+	case <-time.After(bound):
+	}
+	g.out.finish(r.OutputDrained)
+	r.FinishedAtMs = nowMs()
+	return r
+}
+
+// signalCustody sends sig to the child's group and to each escapee. The
+// group id is the unreaped child's pid, so it cannot name anyone else; an
+// escapee is signalled through a pidfd opened and then re-checked against
+// the start time seen in the scan, so a reused pid is never hit.
+func (g *guardian) signalCustody(sig unix.Signal, c custody) int {
+	n := 0
+	if g.child > 1 && unix.Kill(-g.child, sig) == nil {
+		n = len(c.members)
+		if n == 0 {
+			n = 1
+		}
+	}
+	for _, s := range c.escapees {
+		if signalExact(s, sig) {
+			n++
+		}
+	}
+	return n
+}
+
+func signalExact(s procStat, sig unix.Signal) bool {
+	fd, err := unix.PidfdOpen(s.pid, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	now, err := readStat(s.pid)
+	if err != nil || now.startTicks != s.startTicks {
+		return false
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
+}
+
+// waitQuiet waits until the child has exited and no descendant is alive,
+// or until the deadline; it returns what is still alive. It wakes on the
+// child's exit and on SIGCHLD, and otherwise looks again on a short,
+// growing interval, since a grandchild's death sends the guardian nothing.
+func (g *guardian) waitQuiet(deadline time.Time) custody {
+	interval := 500 * time.Microsecond
+	for {
+		c := g.look()
+		if g.exit != nil && c.empty() {
+			return c
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return c
+		}
+		wait = min(wait, interval)
+		interval = min(interval*2, 50*time.Millisecond)
+		t := time.NewTimer(wait)
+		select {
+		case ex := <-g.exited:
+			g.exit = &ex
+		case <-g.sigchld:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// reapOrphans reaps every exited child but the service's own, whose pid
+// stays held until the drain is done signalling.
+func (g *guardian) reapOrphans() {
+	for _, pid := range ownChildren() {
+		if pid == g.child {
+			continue
+		}
+		var info childInfo
+		waitid(unix.P_PID, pid, unix.WEXITED|unix.WNOHANG, &info)
+	}
+}

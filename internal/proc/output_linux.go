@@ -1,0 +1,161 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/state"
+)
+
+// outputFilter is where captured bytes become storable bytes: the streaming
+// redactor. Redact appends what is safe to release; Flush ends the stream.
+type outputFilter interface {
+	Redact(dst, p []byte) []byte
+	Flush(dst []byte) []byte
+}
+
+// readChunk is the pipe read size: large reads keep the child from ever
+// waiting on the guardian, and the buffer is the guardian's largest.
+const readChunk = 128 << 10
+
+// pipeSize asks the kernel for a larger pipe so a burst never blocks the
+// child while the guardian writes the log.
+const pipeSize = 1 << 20
+
+// outputCopier carries the child's stdout and stderr (one pipe, order
+// kept) through the filter into output.log. It never stops reading: when
+// the log cannot be written the bytes are counted as lost, and past the
+// capture limit they are counted and dropped.
+type outputCopier struct {
+	pipe     *os.File
+	writeEnd *os.File
+	log      *os.File
+	filter   outputFilter
+	limit    int64 // < 0: none
+
+	captured atomic.Int64
+	logBytes atomic.Int64
+	lost     atomic.Int64
+	logErr   atomic.Pointer[string]
+
+	capOnce sync.Once
+	capHit  chan struct{} // closed when capture passes limit
+	done    chan struct{} // closed at the pipe's EOF, after the last write
+}
+
+func newOutputCopier(mdir string, spec Spec, filter outputFilter) (*outputCopier, error) {
+	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create output log: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("create output pipe: %w", err)
+	}
+	// Best effort: a smaller pipe only means more, smaller reads.
+	unix.FcntlInt(r.Fd(), unix.F_SETPIPE_SZ, pipeSize)
+	o := &outputCopier{
+		pipe:     r,
+		writeEnd: w,
+		log:      log,
+		filter:   filter,
+		limit:    -1,
+		capHit:   make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if spec.MaxOutputBytes != nil {
+		o.limit = *spec.MaxOutputBytes
+	}
+	return o, nil
+}
+
+// run copies until EOF. It owns the filter and the log's write offset.
+func (o *outputCopier) run() {
+	buf := make([]byte, readChunk)
+	out := make([]byte, 0, readChunk+256)
+	var fed int64
+	for {
+		n, err := o.pipe.Read(buf)
+		if n > 0 {
+			o.captured.Add(int64(n))
+			take := int64(n)
+			if o.limit >= 0 && fed+take > o.limit {
+				take = max(o.limit-fed, 0)
+				o.capOnce.Do(func() { close(o.capHit) })
+			}
+			if take > 0 {
+				fed += take
+				out = o.filter.Redact(out[:0], buf[:take])
+				o.write(out)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	o.write(o.filter.Flush(out[:0]))
+	o.pipe.Close()
+	close(o.done)
+}
+
+// write appends to the log. After the first failure nothing more is
+// written, so the log stays an exact prefix of the redacted stream; the
+// rest is counted as lost.
+func (o *outputCopier) write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	if o.logErr.Load() != nil {
+		o.lost.Add(int64(len(p)))
+		return
+	}
+	n, err := o.log.Write(p)
+	o.logBytes.Add(int64(n))
+	if err != nil {
+		msg := err.Error()
+		o.logErr.Store(&msg)
+		o.lost.Add(int64(len(p) - n))
+	}
+}
+
+// snapshot copies the counters into a record.
+func (o *outputCopier) snapshot(m *state.Monitor) {
+	m.CapturedBytes = o.captured.Load()
+	m.LogBytes = o.logBytes.Load()
+	m.LogBytesLost = o.lost.Load()
+	if e := o.logErr.Load(); e != nil {
+		m.LogError = *e
+	}
+}
+
+// finish makes the log durable before the receipt is written.
+func (o *outputCopier) finish(drained bool) {
+	if err := o.log.Sync(); err != nil && o.logErr.Load() == nil {
+		msg := "fsync: " + err.Error()
+		o.logErr.Store(&msg)
+	}
+	if drained {
+		o.log.Close()
+	}
+}
+
+// abandon releases everything when the child never started.
+func (o *outputCopier) abandon() {
+	o.pipe.Close()
+	if o.writeEnd != nil {
+		o.writeEnd.Close()
+	}
+	o.log.Close()
+}
+
+// passThrough stores output as captured.
+type passThrough struct{}
+
+func (passThrough) Redact(dst, p []byte) []byte { return append(dst, p...) }
+func (passThrough) Flush(dst []byte) []byte     { return dst }

@@ -1,0 +1,132 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// procStat is what procmon reads of /proc/PID/stat.
+type procStat struct {
+	pid        int
+	state      byte
+	ppid       int
+	pgrp       int
+	startTicks uint64
+}
+
+// alive reports whether the process still runs (not a zombie).
+func (s procStat) alive() bool { return s.state != 'Z' && s.state != 'X' }
+
+// readStat parses /proc/PID/stat. The command name may hold spaces and
+// parentheses, so fields are counted after the last ')'.
+func readStat(pid int) (procStat, error) {
+	buf, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(pid, buf)
+}
+
+func parseStat(pid int, buf []byte) (procStat, error) {
+	end := bytes.LastIndexByte(buf, ')')
+	if end < 0 || end+2 >= len(buf) {
+		return procStat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	// Fields after the name: state(3) ppid(4) pgrp(5) session(6) tty(7)
+	// tpgid(8) flags(9) minflt cminflt majflt cmajflt utime stime cutime
+	// cstime priority nice threads itrealvalue starttime(22).
+	fields := bytes.Fields(buf[end+2:])
+	if len(fields) < 20 {
+		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	s := procStat{pid: pid, state: fields[0][0]}
+	var errs [3]error
+	s.ppid, errs[0] = strconv.Atoi(string(fields[1]))
+	s.pgrp, errs[1] = strconv.Atoi(string(fields[2]))
+	s.startTicks, errs[2] = strconv.ParseUint(string(fields[19]), 10, 64)
+	for _, e := range errs {
+		if e != nil {
+			return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, e)
+		}
+	}
+	return s, nil
+}
+
+// StartTicks returns a process's start time in clock ticks since boot:
+// with the pid, it names one process for the life of the boot.
+func StartTicks(pid int) (uint64, error) {
+	s, err := readStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return s.startTicks, nil
+}
+
+// Matches reports whether pid is alive and is still the process that
+// started at startTicks (not a reuse of its pid).
+func Matches(pid int, startTicks uint64) bool {
+	if pid <= 1 {
+		return false
+	}
+	s, err := readStat(pid)
+	return err == nil && s.startTicks == startTicks && s.alive()
+}
+
+// scanDescendants returns every process below root, found by walking
+// parent links over one pass of /proc.
+func scanDescendants(root int) []procStat {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	byParent := make(map[int][]procStat, 16)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 1 {
+			continue
+		}
+		s, err := readStat(pid)
+		if err != nil {
+			continue
+		}
+		byParent[s.ppid] = append(byParent[s.ppid], s)
+	}
+	var out []procStat
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range byParent[p] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+	}
+	return out
+}
+
+// ownChildren lists the guardian's direct children, across all its threads
+// (a child belongs to the thread that forked it, a reparented orphan to
+// whichever thread the kernel picked).
+func ownChildren() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, t := range tasks {
+		buf, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(buf) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"procmon/internal/protocol"
+)
+
+// Dir is an opened, checked state directory.
+type Dir struct {
+	Path string
+}
+
+// Resolve returns the state directory named by the environment:
+// $PROCMON_STATE_DIR, else $XDG_STATE_HOME/procmon, else
+// ~/.local/state/procmon.
+func Resolve(getenv func(string) string) (string, error) {
+	if p := getenv("PROCMON_STATE_DIR"); p != "" {
+		return filepath.Abs(p)
+	}
+	if p := getenv("XDG_STATE_HOME"); p != "" {
+		return filepath.Abs(filepath.Join(p, "procmon"))
+	}
+	home := getenv("HOME")
+	if home == "" {
+		return "", protocol.Errorf(protocol.CodeStateUnsafe, "no state directory: set PROCMON_STATE_DIR, XDG_STATE_HOME or HOME")
+	}
+	return filepath.Join(home, ".local", "state", "procmon"), nil
+}
+
+// Open creates the state directory if needed (mode 0700) and refuses one
+// that another user owns or that group or others may write.
+func Open(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, protocol.Errorf(protocol.CodeStateUnsafe, "create state directory %s: %w", path, err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeStateUnsafe, "inspect state directory %s: %w", path, err)
+	}
+	if err := CheckOwnership(path, fi, os.Geteuid()); err != nil {
+		return nil, err
+	}
+	d := &Dir{Path: path}
+	for _, sub := range []string{runsDir, monitorsDir} {
+		if err := d.mkdirPrivate(sub); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// CheckOwnership refuses a state directory (or a file in it) that is not a
+// plain directory or file owned by uid, or that group or others may write.
+// It is separate from Open so the rule is tested whoever runs the tests.
+func CheckOwnership(path string, fi fs.FileInfo, uid int) error {
+	unsafe := func(why, fix string) error {
+		return protocol.Errorf(protocol.CodeStateUnsafe, "state directory %s is unsafe: %s; %s", path, why, fix).With("path", path)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return unsafe("it is a symbolic link", "point PROCMON_STATE_DIR at the real directory")
+	}
+	if !fi.IsDir() {
+		return unsafe("it is not a directory", "remove it or choose another PROCMON_STATE_DIR")
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && int(st.Uid) != uid {
+		return unsafe(fmt.Sprintf("it is owned by uid %d, not by you (uid %d)", st.Uid, uid), "use a directory of your own")
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return unsafe(fmt.Sprintf("mode %04o lets group or others write it", perm), fmt.Sprintf("run: chmod 700 %s", path))
+	}
+	return nil
+}
+
+const (
+	runsDir     = "runs"
+	monitorsDir = "monitors"
+)
+
+func (d *Dir) mkdirPrivate(rel string) error {
+	p := filepath.Join(d.Path, rel)
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return protocol.Errorf(protocol.CodeStateUnsafe, "create %s: %w", p, err)
+	}
+	return nil
+}
+
+// Contains reports whether an absolute path lies inside the state directory.
+func (d *Dir) Contains(path string) bool {
+	rel, err := filepath.Rel(d.Path, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}

@@ -1,0 +1,84 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+
+	"procmon/internal/protocol"
+)
+
+// SchemaVersion is the version of every record this build writes.
+const SchemaVersion = 1
+
+// envelope is the on-disk form of every record: the body exactly as hashed.
+type envelope struct {
+	Schema   int             `json:"schema"`
+	Kind     string          `json:"kind"`
+	Checksum string          `json:"checksum"`
+	Body     json.RawMessage `json:"body"`
+}
+
+func checksum(body []byte) string {
+	return strconv.FormatUint(xxhash.Sum64(body), 16)
+}
+
+// writeRecord stores v as a checksummed record of the given kind.
+func writeRecord(dir, name, kind string, v any, durable bool) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", kind, err)
+	}
+	data, err := json.Marshal(envelope{Schema: SchemaVersion, Kind: kind, Checksum: checksum(body), Body: body})
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", kind, err)
+	}
+	return writeFileAtomic(dir, name, append(data, '\n'), durable)
+}
+
+// ErrNotExist is returned when a record does not exist.
+var ErrNotExist = fs.ErrNotExist
+
+// readRecord loads a record, verifying its schema, kind and checksum.
+func readRecord(path, kind string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return protocol.Errorf(protocol.CodeStateCorrupt, "read %s: %w", path, err)
+	}
+	return decodeRecord(path, kind, data, v)
+}
+
+func decodeRecord(path, kind string, data []byte, v any) error {
+	corrupt := func(why string) error {
+		return protocol.Errorf(protocol.CodeStateCorrupt, "%s record %s is damaged (%s); it is not trusted. Inspect or remove it by hand", kind, path, why).With("path", path)
+	}
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return corrupt("not valid JSON: " + err.Error())
+	}
+	if env.Schema != SchemaVersion {
+		return corrupt(fmt.Sprintf("schema %d, this procmon reads %d", env.Schema, SchemaVersion))
+	}
+	if env.Kind != kind {
+		return corrupt(fmt.Sprintf("kind %q, want %q", env.Kind, kind))
+	}
+	if env.Checksum != checksum(env.Body) {
+		return corrupt("checksum mismatch")
+	}
+	dec := json.NewDecoder(bytes.NewReader(env.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return corrupt("body: " + err.Error())
+	}
+	return nil
+}
+

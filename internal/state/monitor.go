@@ -1,0 +1,224 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"procmon/internal/protocol"
+)
+
+// The statuses of a monitor.
+const (
+	StatusRunning             = "running"
+	StatusSettling            = "settling"
+	StatusExited              = "exited"
+	StatusCancelled           = "cancelled"
+	StatusTimedOut            = "timed_out"
+	StatusOutputLimit         = "output_limit"
+	StatusNeedsReconciliation = "needs_reconciliation"
+)
+
+// The phases a guardian records; the status a reader shows is derived from
+// the phase, the receipt and whether custody is still proven.
+const (
+	PhaseRunning  = "running"
+	PhaseSettling = "settling"
+	PhaseTerminal = "terminal"
+)
+
+// Monitor is the durable record of one monitored service. Only its guardian
+// writes it while the guardian lives; reconcile writes it after.
+type Monitor struct {
+	MonitorID      string   `json:"monitor_id"`
+	RunID          string   `json:"run_id"`
+	Name           string   `json:"name,omitempty"`
+	Argv           []string `json:"argv"`
+	Cwd            string   `json:"cwd"`
+	CommandOrdinal int64    `json:"command_ordinal"`
+	BootID         string   `json:"boot_id"`
+
+	PID             int    `json:"pid"`
+	PGID            int    `json:"pgid"`
+	ChildStartTicks uint64 `json:"child_start_ticks"`
+
+	GuardianPID        int    `json:"guardian_pid"`
+	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
+
+	AdmittedAtMs         int64  `json:"admitted_at_ms"`
+	StartedAtMs          int64  `json:"started_at_ms"`
+	HeartbeatSeq         int64  `json:"heartbeat_seq"`
+	OwnershipExpiresAtMs int64  `json:"ownership_expires_at_ms"`
+	OwnerGraceMs         int64  `json:"owner_grace_ms"`
+	WorkDeadlineMs       *int64 `json:"work_deadline_ms"`
+	MaxOutputBytes       *int64 `json:"max_output_bytes"`
+
+	Phase         string `json:"phase"`
+	CapturedBytes int64  `json:"captured_bytes"`
+	LogBytes      int64  `json:"log_bytes"`
+	LogError      string `json:"log_error,omitempty"`
+	LogBytesLost  int64  `json:"log_bytes_lost,omitempty"`
+
+	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// Receipt is the terminal record of a monitor. It holds exit_code when the
+// process exited and signal when one killed it, never both, and neither
+// when custody was reconciled.
+type Receipt struct {
+	Status             string        `json:"status"`
+	Reason             string        `json:"reason"`
+	ExitCode           *int          `json:"exit_code"`
+	Signal             *string       `json:"signal"`
+	Signals            []SignalEvent `json:"signals"`
+	GroupEmptyVerified bool          `json:"group_empty_verified"`
+	OutputDrained      bool          `json:"output_drained"`
+	Containment        string        `json:"containment"`
+	Escaped            []int         `json:"escaped,omitempty"`
+	KillUnconfirmed    []int         `json:"kill_unconfirmed,omitempty"`
+	Custody            string        `json:"custody"`
+	ExitedAtMs         *int64        `json:"exited_at_ms,omitempty"`
+	FinishedAtMs       int64         `json:"finished_at_ms"`
+}
+
+// SignalEvent records one signal the guardian sent to the group.
+type SignalEvent struct {
+	Signal  string `json:"signal"`
+	AtMs    int64  `json:"at_ms"`
+	Targets int    `json:"targets"`
+}
+
+// Containment values of a receipt.
+const (
+	ContainmentComplete   = "complete"
+	ContainmentIncomplete = "incomplete"
+)
+
+// Custody values of a receipt.
+const (
+	CustodyGuardian   = "guardian"
+	CustodyReconciled = "reconciled"
+	CustodyUnverified = "unverified"
+)
+
+var monitorIDPattern = regexp.MustCompile(`^m_[0-9a-z]{20,32}$`)
+
+// ValidMonitorID refuses anything that is not a monitor id, so an id is
+// never interpreted as a path.
+func ValidMonitorID(id string) error {
+	if !monitorIDPattern.MatchString(id) {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "monitor id %q is not valid: want m_ followed by 20 to 32 of [0-9a-z]", id).With("field", "monitor_id")
+	}
+	return nil
+}
+
+// MonitorDir is the directory of one monitor.
+func (d *Dir) MonitorDir(id string) string { return MonitorPath(d.Path, id) }
+
+// File names inside a monitor directory.
+const (
+	RecordName  = "record.json"
+	LogName     = "output.log"
+	ControlName = "control.sock"
+)
+
+// CreateMonitorDir makes a new monitor's private directory.
+func (d *Dir) CreateMonitorDir(id string) error {
+	if err := ValidMonitorID(id); err != nil {
+		return err
+	}
+	if err := os.Mkdir(d.MonitorDir(id), 0o700); err != nil {
+		return fmt.Errorf("create monitor directory: %w", err)
+	}
+	return nil
+}
+
+// LoadMonitor reads and verifies a monitor record.
+func (d *Dir) LoadMonitor(id string) (*Monitor, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return nil, err
+	}
+	var m Monitor
+	err := readRecord(filepath.Join(d.MonitorDir(id), RecordName), "monitor", &m)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor %s in %s; list monitors with: procmon list --all-runs", id, d.Path).With("monitor_id", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.MonitorID != id {
+		return nil, protocol.Errorf(protocol.CodeStateCorrupt, "record in %s names monitor %s", d.MonitorDir(id), m.MonitorID).With("monitor_id", id)
+	}
+	return &m, nil
+}
+
+// SaveMonitor stores a monitor record whole. durable false skips the
+// fsyncs, for transitions whose loss in a crash changes nothing.
+func (d *Dir) SaveMonitor(m *Monitor, durable bool) error {
+	return writeRecord(d.MonitorDir(m.MonitorID), RecordName, "monitor", m, durable)
+}
+
+// UpdateMonitor applies fn to the stored record under the monitor's lock.
+func (d *Dir) UpdateMonitor(id string, fn func(*Monitor) error) (*Monitor, error) {
+	var out *Monitor
+	err := withLock(d.MonitorDir(id), func() error {
+		m, err := d.LoadMonitor(id)
+		if err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		out = m
+		return d.SaveMonitor(m, true)
+	})
+	return out, err
+}
+
+// WithMonitorLock runs fn holding the monitor's flock.
+func (d *Dir) WithMonitorLock(id string, fn func() error) error {
+	return withLock(d.MonitorDir(id), fn)
+}
+
+// MonitorIDs lists every monitor directory, sorted; stray entries and
+// temp files are ignored.
+func (d *Dir) MonitorIDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(d.Path, monitorsDir))
+	if err != nil {
+		return nil, fmt.Errorf("list monitors: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && !isTemp(e.Name()) && ValidMonitorID(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// RemoveMonitorDir deletes a monitor that never got a running handoff.
+func (d *Dir) RemoveMonitorDir(id string) error {
+	if ValidMonitorID(id) != nil {
+		return nil
+	}
+	return os.RemoveAll(d.MonitorDir(id))
+}
+
+// BootID returns the kernel's boot id; a record from another boot has lost
+// its guardian for certain.
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// MonitorPath is the directory of a monitor in the state directory at dir.
+func MonitorPath(dir, id string) string { return filepath.Join(dir, monitorsDir, id) }

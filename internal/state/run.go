@@ -1,0 +1,184 @@
+package state
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+
+	"procmon/internal/protocol"
+)
+
+// DefaultRun is the run used when none is selected.
+const DefaultRun = "default"
+
+// Tools are the five monitor tools of the seed, the default grant of a run.
+var Tools = []string{"start_process", "wait_process", "process_status", "process_logs", "cancel_process"}
+
+// Run is one agent invocation: the settings frozen when it was created,
+// its grants, its owner and whether it has ended.
+type Run struct {
+	RunID             string   `json:"run_id"`
+	CreatedAtMs       int64    `json:"created_at_ms"`
+	Policy            Settings `json:"policy"`
+	Tools             []string `json:"tools"`
+	NativeCheckpoints bool     `json:"native_checkpoints"`
+	Owner             *Owner   `json:"owner,omitempty"`
+	EndedAtMs         *int64   `json:"ended_at_ms,omitempty"`
+	EndReason         string   `json:"end_reason,omitempty"`
+}
+
+// Owner identifies the process a run is bound to; the start time defeats
+// pid reuse.
+type Owner struct {
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+}
+
+// Allows reports whether the run grants a tool.
+func (r *Run) Allows(tool string) bool {
+	for _, t := range r.Tools {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// budget is a run's durable command-ordinal counter.
+type budget struct {
+	Used int64 `json:"used"`
+}
+
+var runIDPattern = regexp.MustCompile(`^(default|r_[0-9a-z]{20,32})$`)
+
+// ValidRunID reports whether id can name a run (and so is never a path).
+func ValidRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "run id %q is not valid: want \"default\" or r_ followed by 20 to 32 of [0-9a-z]", id).With("field", "run_id")
+	}
+	return nil
+}
+
+// NewID returns prefix followed by 26 random base-36 characters.
+func NewID(prefix string) string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+	var raw [26]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // never happens on Linux
+	}
+	for i, b := range raw {
+		raw[i] = alphabet[int(b)%len(alphabet)]
+	}
+	return prefix + string(raw[:])
+}
+
+func (d *Dir) runDir(id string) string { return filepath.Join(d.Path, runsDir, id) }
+
+const (
+	runName    = "run.json"
+	budgetName = "budget.json"
+)
+
+// CreateRun durably stores a new run with a zero budget.
+func (d *Dir) CreateRun(r *Run) error {
+	if err := ValidRunID(r.RunID); err != nil {
+		return err
+	}
+	dir := d.runDir(r.RunID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fs.ErrExist
+		}
+		return fmt.Errorf("create run %s: %w", r.RunID, err)
+	}
+	if err := writeRecord(dir, budgetName, "budget", budget{}, true); err != nil {
+		return err
+	}
+	if err := writeRecord(dir, runName, "run", r, true); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// LoadRun reads a run; an unknown run is unknown_run.
+func (d *Dir) LoadRun(id string) (*Run, error) {
+	if err := ValidRunID(id); err != nil {
+		return nil, err
+	}
+	var r Run
+	err := readRecord(filepath.Join(d.runDir(id), runName), "run", &r)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, protocol.Errorf(protocol.CodeUnknownRun, "no run %q in %s; create one with: procmon run new", id, d.Path).With("run_id", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// UpdateRun applies fn to the stored run under its lock and stores it.
+func (d *Dir) UpdateRun(id string, fn func(*Run) error) (*Run, error) {
+	var out *Run
+	err := withLock(d.runDir(id), func() error {
+		r, err := d.LoadRun(id)
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		out = r
+		return writeRecord(d.runDir(id), runName, "run", r, true)
+	})
+	return out, err
+}
+
+// TakeOrdinal durably takes the run's next command ordinal, or fails with
+// command_budget_exhausted past limit (nil: no limit). The flock makes
+// concurrent starts from many processes take distinct ordinals.
+func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
+	var ordinal int64
+	dir := d.runDir(id)
+	err := withLock(dir, func() error {
+		var b budget
+		if err := readRecord(filepath.Join(dir, budgetName), "budget", &b); err != nil {
+			return err
+		}
+		if limit != nil && b.Used >= *limit {
+			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots; start a new run (procmon run new) for more", id, b.Used, *limit).
+				With("run_id", id).With("used", b.Used).With("command_limit", *limit)
+		}
+		b.Used++
+		ordinal = b.Used
+		return writeRecord(dir, budgetName, "budget", b, true)
+	})
+	return ordinal, err
+}
+
+// BudgetUsed reports how many command slots a run has used.
+func (d *Dir) BudgetUsed(id string) (int64, error) {
+	var b budget
+	err := readRecord(filepath.Join(d.runDir(id), budgetName), "budget", &b)
+	return b.Used, err
+}
+
+// RunIDs lists the runs in the state directory, sorted.
+func (d *Dir) RunIDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(d.Path, runsDir))
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if ValidRunID(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
