@@ -21,7 +21,7 @@ type listOptions struct {
 // listed with its error instead of breaking the listing.
 type listRow struct {
 	*monitorView
-	MonitorID string               `json:"monitor_id,omitempty"`
+	MonitorID string              `json:"monitor_id,omitempty"`
 	Error     *protocol.ErrorBody `json:"error,omitempty"`
 }
 

@@ -269,6 +269,5 @@ func collectSecrets(childEnv []string, req startRequest, settingsNames []string)
 	return secrets, warnings
 }
 
-
 // minSecretLen is the shortest secret the redactor accepts.
 const minSecretLen = 8

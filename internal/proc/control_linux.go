@@ -183,4 +183,3 @@ func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*sta
 
 // IsNoGuardian reports whether err means no guardian answered.
 func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
-

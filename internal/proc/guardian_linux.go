@@ -59,7 +59,7 @@ type guardian struct {
 
 	cancels  chan cancelRequest // from control connections
 	sigchld  chan os.Signal
-	signals  chan os.Signal // the guardian's own termination signals
+	signals  chan os.Signal  // the guardian's own termination signals
 	owner    <-chan struct{} // closed when the run's owner exits (nil: unbound)
 	finished chan struct{}   // closed once the receipt is durable
 	receipt  atomic.Pointer[state.Receipt]

@@ -27,7 +27,7 @@ type Spec struct {
 // handoff is the guardian's one message to the launcher: the durable
 // running record, or the error that prevented it.
 type handoff struct {
-	Monitor *state.Monitor       `json:"monitor,omitempty"`
+	Monitor *state.Monitor      `json:"monitor,omitempty"`
 	Error   *protocol.ErrorBody `json:"error,omitempty"`
 }
 

@@ -81,4 +81,3 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 	}
 	return nil
 }
-
