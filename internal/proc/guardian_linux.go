@@ -110,7 +110,7 @@ func redirectToDevNull(fd int) {
 // startCustody does everything up to the durable running handoff: the
 // non-reaping probe, the monitor directory, the output pipe and log, the
 // child, the control socket and the first record.
-func startCustody(spec Spec) (g *guardian, err error) {
+func startCustody(spec Spec) (_ *guardian, err error) {
 	redirectToDevNull(0)
 	if err := probeNonReaping(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): the guardian cannot observe an exit without reaping, so it refuses to start", err)
@@ -125,7 +125,7 @@ func startCustody(spec Spec) (g *guardian, err error) {
 	if err := dir.CreateMonitorDir(spec.MonitorID); err != nil {
 		return nil, err
 	}
-	g = &guardian{
+	g := &guardian{
 		spec:     spec,
 		dir:      dir,
 		mdir:     dir.MonitorDir(spec.MonitorID),

@@ -130,3 +130,36 @@ func ownChildren() []int {
 	}
 	return out
 }
+
+// Member is a live process of a recorded group.
+type Member struct {
+	PID        int
+	StartTicks uint64
+}
+
+// GroupMembers lists the live processes of group pgid that started no
+// earlier than notBefore: a process older than the group's leader cannot
+// be one of its members, only an unrelated holder of a reused group id.
+func GroupMembers(pgid int, notBefore uint64) []Member {
+	if pgid <= 1 {
+		return nil
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var out []Member
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		s, err := readStat(pid)
+		if err == nil && s.pgrp == pgid && s.alive() && s.startTicks >= notBefore {
+			out = append(out, Member{PID: pid, StartTicks: s.startTicks})
+		}
+	}
+	return out
+}

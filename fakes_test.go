@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The fake children scripts start: registered commands of the test binary,
+// so scripts need no host tools and behave the same everywhere.
+var fakeChildren = map[string]func(){
+	"sleeper":    sleeper,
+	"printer":    printer,
+	"exitwith":   exitwith,
+	"ignoreterm": ignoreterm,
+	"forker":     forker,
+}
+
+// sleeper prints a ready line and sleeps until signalled.
+func sleeper() {
+	fmt.Println("sleeper ready")
+	select {}
+}
+
+// printer writes its arguments as lines, or generated output, then exits
+// (or stays with -stay). -env NAME prints a variable, -base64env NAME its
+// base64, -bytes N writes N bytes of a repeating pattern, -delay waits
+// between the first and second half of each line.
+func printer() {
+	fs := flag.NewFlagSet("printer", flag.ExitOnError)
+	stay := fs.Bool("stay", false, "sleep after printing")
+	env := fs.String("env", "", "print this variable's value")
+	b64 := fs.String("base64env", "", "print this variable's value in base64")
+	n := fs.Int64("bytes", 0, "write this many bytes of a pattern")
+	pause := fs.Duration("split", 0, "pause this long in the middle of each line")
+	exit := fs.Int("exit", 0, "exit status")
+	fs.Parse(os.Args[1:])
+	w := os.Stdout
+	if *env != "" {
+		fmt.Fprintln(w, os.Getenv(*env))
+	}
+	if *b64 != "" {
+		fmt.Fprintln(w, base64.StdEncoding.EncodeToString([]byte(os.Getenv(*b64))))
+	}
+	if *n > 0 {
+		line := []byte(strings.Repeat("0123456789abcdef", 63) + "xyz\n") // 1 KiB
+		for left := *n; left > 0; {
+			chunk := line
+			if left < int64(len(chunk)) {
+				chunk = chunk[:left]
+			}
+			w.Write(chunk)
+			left -= int64(len(chunk))
+		}
+	}
+	for _, a := range fs.Args() {
+		if *pause > 0 {
+			half := len(a) / 2
+			w.WriteString(a[:half])
+			time.Sleep(*pause)
+			w.WriteString(a[half:] + "\n")
+			continue
+		}
+		fmt.Fprintln(w, a)
+	}
+	if *stay {
+		select {}
+	}
+	os.Exit(*exit)
+}
+
+// exitwith exits with the given status, or kills itself with a signal
+// given by name (SIGTERM, SIGKILL).
+func exitwith() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: exitwith STATUS|SIGNAL")
+		os.Exit(64)
+	}
+	arg := os.Args[1]
+	if code, err := strconv.Atoi(arg); err == nil {
+		os.Exit(code)
+	}
+	sig := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGKILL": syscall.SIGKILL, "SIGINT": syscall.SIGINT}[arg]
+	if sig == 0 {
+		fmt.Fprintln(os.Stderr, "exitwith: unknown signal", arg)
+		os.Exit(64)
+	}
+	signal.Reset(sig)
+	syscall.Kill(os.Getpid(), sig)
+	select {}
+}
+
+// ignoreterm ignores SIGTERM and sleeps: only SIGKILL ends it.
+func ignoreterm() {
+	signal.Ignore(syscall.SIGTERM)
+	fmt.Println("ignoreterm ready", os.Getpid())
+	select {}
+}
+
+// forker ignores SIGTERM and starts two TERM-ignoring descendants: one in
+// its own group, one that escapes into a new session. It writes all three
+// pids to the file named by its argument, then prints a ready line.
+func forker() {
+	signal.Ignore(syscall.SIGTERM)
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: forker PIDFILE")
+		os.Exit(64)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	spawn := func(setsid bool) int {
+		p, err := os.StartProcess(exe, []string{"ignoreterm"}, &os.ProcAttr{
+			Files: []*os.File{nil, os.Stdout, os.Stderr},
+			Sys:   &syscall.SysProcAttr{Setsid: setsid},
+		})
+		if err != nil {
+			panic(err)
+		}
+		return p.Pid
+	}
+	member, escapee := spawn(false), spawn(true)
+	pids := fmt.Sprintf("%d %d %d\n", os.Getpid(), member, escapee)
+	if err := os.WriteFile(os.Args[1], []byte(pids), 0o644); err != nil {
+		panic(err)
+	}
+	fmt.Println("forker ready")
+	select {}
+}

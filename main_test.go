@@ -1,0 +1,273 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+	"golang.org/x/sys/unix"
+
+	"procmon/cmd"
+	"procmon/internal/proc"
+	"procmon/internal/state"
+	"procmon/internal/wait"
+)
+
+var update = flag.Bool("u", false, "update testscript golden output")
+
+func TestMain(m *testing.M) {
+	commands := map[string]func(){"procmon": func() { os.Exit(cmd.Main()) }}
+	for name, f := range fakeChildren {
+		commands[name] = f
+	}
+	testscript.Main(m, commands)
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testscripts",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *update,
+		Setup: func(e *testscript.Env) error {
+			stateDir := filepath.Join(e.WorkDir, "state")
+			e.Setenv("PROCMON_STATE_DIR", stateDir)
+			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
+			e.Setenv("XDG_STATE_HOME", "")
+			e.Setenv("PROCMON_RUN", "")
+			// Whatever a failed script left behind is killed: only the
+			// guardians and groups its own records prove it started.
+			e.Defer(func() { killLeftovers(stateDir) })
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"json":         cmdJSON,
+			"capture":      cmdCapture,
+			"await":        cmdAwait,
+			"awaitlog":     cmdAwaitLog,
+			"gone":         cmdGone,
+			"nothingleft":  cmdNothingLeft,
+			"killguardian": cmdKillGuardian,
+		},
+	})
+}
+
+// patience bounds every wait in a script: generous, because the machines
+// are shared; a wait that passes it is a failure, never an assertion.
+const patience = 30 * time.Second
+
+// json FILE PATH WANT checks one field of a JSON file (or stdout) with a
+// gjson path; WANT is compared with the field's string form (null for a
+// JSON null), and the special WANT <absent> asserts that the field does
+// not exist.
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: json FILE PATH WANT")
+	}
+	res := gjson.Get(ts.ReadFile(args[0]), args[1])
+	got, ok := res.String(), res.Exists()
+	if res.Type == gjson.Null && ok {
+		got = "null"
+	}
+	match := ok && got == args[2]
+	if args[2] == "<absent>" {
+		match = !ok
+	}
+	if match == neg {
+		ts.Fatalf("json %s %s: got %q (exists %v), want %s%q", args[0], args[1], got, ok, map[bool]string{true: "not ", false: ""}[neg], args[2])
+	}
+}
+
+// capture VAR FILE PATH sets $VAR to a field of a JSON file (or stdout).
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: capture VAR FILE PATH")
+	}
+	res := gjson.Get(ts.ReadFile(args[1]), args[2])
+	if !res.Exists() {
+		ts.Fatalf("capture: %s has no %s", args[1], args[2])
+	}
+	ts.Setenv(args[0], res.String())
+}
+
+func stateDir(ts *testscript.TestScript) *state.Dir {
+	return &state.Dir{Path: ts.Getenv("PROCMON_STATE_DIR")}
+}
+
+// awaitEvent calls check on every change in dir until it returns true,
+// failing the script after patience. A slow timer covers missed events.
+func awaitEvent(ts *testscript.TestScript, dir string, what func() string, check func() bool) {
+	w, err := wait.NewWatcher(dir)
+	if err != nil {
+		ts.Fatalf("watch %s: %v", dir, err)
+	}
+	defer w.Close()
+	deadline := time.After(patience)
+	safety := time.NewTicker(time.Second)
+	defer safety.Stop()
+	for !check() {
+		select {
+		case <-w.Events():
+		case <-safety.C:
+		case <-deadline:
+			ts.Fatalf("%s: not reached within %v", what(), patience)
+		}
+	}
+}
+
+// await ID STATUS waits until a monitor shows the status.
+func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: await MONITOR_ID STATUS")
+	}
+	dir := stateDir(ts)
+	last := ""
+	what := func() string { return "await " + args[1] + " (last seen " + strconv.Quote(last) + ")" }
+	awaitEvent(ts, dir.MonitorDir(args[0]), what, func() bool {
+		o, err := proc.Observe(dir, args[0])
+		if err != nil {
+			ts.Fatalf("await: %v", err)
+		}
+		last = o.Status
+		return o.Status == args[1]
+	})
+}
+
+// awaitlog ID TEXT waits until the monitor's stored output holds TEXT.
+func cmdAwaitLog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: awaitlog MONITOR_ID TEXT")
+	}
+	mdir := stateDir(ts).MonitorDir(args[0])
+	awaitEvent(ts, mdir, func() string { return "awaitlog " + args[1] }, func() bool {
+		b, _ := os.ReadFile(filepath.Join(mdir, state.LogName))
+		return strings.Contains(string(b), args[1])
+	})
+}
+
+// awaitGone waits for a process to end, through a pidfd: a reused pid
+// cannot pass for the process. It reports whether it ended in time.
+func awaitGone(pid int, startTicks uint64) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return true // no such process
+	}
+	defer unix.Close(fd)
+	if !proc.Matches(pid, startTicks) {
+		return true
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0 || !proc.Matches(pid, startTicks)
+	}
+	return !proc.Matches(pid, startTicks)
+}
+
+// gone PIDFILE asserts that every pid listed in the file has ended.
+func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: gone PIDFILE")
+	}
+	for _, f := range strings.Fields(ts.ReadFile(args[0])) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			ts.Fatalf("gone: %s holds %q", args[0], f)
+		}
+		ticks, err := proc.StartTicks(pid)
+		if err != nil {
+			continue
+		}
+		if !awaitGone(pid, ticks) {
+			ts.Fatalf("gone: pid %d is still running", pid)
+		}
+	}
+}
+
+// nothingleft asserts that no monitor of the state directory left a
+// process: every guardian has exited, every group is empty, every child
+// is gone.
+func cmdNothingLeft(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: nothingleft")
+	}
+	if problems := leftovers(ts.Getenv("PROCMON_STATE_DIR"), true); len(problems) > 0 {
+		ts.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// killguardian ID kills a monitor's guardian with SIGKILL.
+func cmdKillGuardian(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: killguardian MONITOR_ID")
+	}
+	m, err := stateDir(ts).LoadMonitor(args[0])
+	if err != nil {
+		ts.Fatalf("killguardian: %v", err)
+	}
+	if !proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
+		ts.Fatalf("killguardian: guardian %d is not running", m.GuardianPID)
+	}
+	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		ts.Fatalf("killguardian: guardian %d survived SIGKILL", m.GuardianPID)
+	}
+}
+
+// leftovers lists what the monitors of a state directory left running,
+// waiting up to patience for each to end when wait is set.
+func leftovers(dir string, waitForExit bool) []string {
+	d := &state.Dir{Path: dir}
+	ids, _ := d.MonitorIDs()
+	var problems []string
+	for _, id := range ids {
+		m, err := d.LoadMonitor(id)
+		if err != nil {
+			continue
+		}
+		check := func(what string, pid int, ticks uint64) {
+			if !proc.Matches(pid, ticks) {
+				return
+			}
+			if waitForExit && awaitGone(pid, ticks) {
+				return
+			}
+			problems = append(problems, fmt.Sprintf("%s: %s pid %d still running", id, what, pid))
+		}
+		check("guardian", m.GuardianPID, m.GuardianStartTicks)
+		check("child", m.PID, m.ChildStartTicks)
+		for _, p := range proc.GroupMembers(m.PGID, m.ChildStartTicks) {
+			check(fmt.Sprintf("group %d member", m.PGID), p.PID, p.StartTicks)
+		}
+	}
+	return problems
+}
+
+func killLeftovers(dir string) {
+	d := &state.Dir{Path: dir}
+	ids, _ := d.MonitorIDs()
+	for _, id := range ids {
+		m, err := d.LoadMonitor(id)
+		if err != nil {
+			continue
+		}
+		if proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
+			unix.Kill(m.GuardianPID, unix.SIGKILL)
+		}
+		for _, p := range proc.GroupMembers(m.PGID, m.ChildStartTicks) {
+			if proc.Matches(p.PID, p.StartTicks) {
+				unix.Kill(p.PID, unix.SIGKILL)
+			}
+		}
+	}
+}
