@@ -17,15 +17,17 @@ import (
 
 // controlRequest is one request on a guardian's private control socket.
 type controlRequest struct {
-	Op      string `json:"op"` // "cancel" or "ping"
+	Op      string `json:"op"` // "cancel", "ping" or "redact"
 	GraceMs int64  `json:"grace_ms,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	Text    string `json:"text,omitempty"`
 }
 
 // controlReply answers a control request.
 type controlReply struct {
 	Receipt *state.Receipt      `json:"receipt,omitempty"`
 	Phase   string              `json:"phase,omitempty"`
+	Text    *string             `json:"text,omitempty"`
 	Error   *protocol.ErrorBody `json:"error,omitempty"`
 }
 
@@ -116,6 +118,11 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		if g.receipt.Load() != nil {
 			reply.Phase = state.PhaseTerminal
 		}
+	case "redact":
+		// Only the guardian holds the secrets, so only it can say what a
+		// text looks like in the redacted stream.
+		redacted := g.redactText(req.Text)
+		reply.Text = &redacted
 	case "cancel":
 		select {
 		case g.cancels <- cancelRequest{graceMs: req.GraceMs, reason: req.Reason}:
@@ -183,3 +190,17 @@ func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*sta
 
 // IsNoGuardian reports whether err means no guardian answered.
 func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
+
+// RedactLike returns text as the monitor's redacted stream would show it,
+// asking its guardian, the only holder of the secrets. A wait uses it to
+// refuse an output condition that could never match.
+func RedactLike(dir *state.Dir, id, text string) (string, error) {
+	reply, err := ask(dir.MonitorDir(id), controlRequest{Op: "redact", Text: text}, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	if reply.Text == nil {
+		return "", protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without text", id)
+	}
+	return *reply.Text, nil
+}

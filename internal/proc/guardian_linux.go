@@ -56,6 +56,8 @@ type guardian struct {
 	exit       *exitStatus
 
 	out *outputCopier
+	// redactText shows a whole text as the redacted stream would.
+	redactText func(string) string
 
 	cancels  chan cancelRequest // from control connections
 	sigchld  chan os.Signal
@@ -159,6 +161,7 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 	if err != nil {
 		return nil, err
 	}
+	g.redactText = func(s string) string { return s }
 	g.out, err = newOutputCopier(g.mdir, spec, passThrough{})
 	if err != nil {
 		return nil, err
