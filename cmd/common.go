@@ -88,7 +88,7 @@ func admit(r *state.Run, tool string) error {
 
 // admitMonitor checks the grants of the run a monitor belongs to.
 func admitMonitor(env *Env, dir *state.Dir, m *state.Monitor, tool string) error {
-	r, err := dir.LoadRun(m.RunID)
+	r, err := loadRun(env, dir, m.RunID)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"syscall"
 
 	"procmon/internal/protocol"
 )
@@ -84,25 +85,33 @@ const (
 	budgetName = "budget.json"
 )
 
-// CreateRun durably stores a new run with a zero budget.
+// CreateRun durably stores a new run with a zero budget. The run is built
+// in a temp directory and renamed into place, so a concurrent reader sees
+// either no run or a whole one; when two creators race, one wins and the
+// other gets fs.ErrExist.
 func (d *Dir) CreateRun(r *Run) error {
 	if err := ValidRunID(r.RunID); err != nil {
 		return err
 	}
-	dir := d.runDir(r.RunID)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+	parent := filepath.Join(d.Path, runsDir)
+	tmp, err := os.MkdirTemp(parent, tempPrefix+r.RunID+"-")
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.RunID, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := writeRecord(tmp, budgetName, "budget", budget{}, true); err != nil {
+		return err
+	}
+	if err := writeRecord(tmp, runName, "run", r, true); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, d.runDir(r.RunID)); err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return fs.ErrExist
 		}
 		return fmt.Errorf("create run %s: %w", r.RunID, err)
 	}
-	if err := writeRecord(dir, budgetName, "budget", budget{}, true); err != nil {
-		return err
-	}
-	if err := writeRecord(dir, runName, "run", r, true); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(dir))
+	return syncDir(parent)
 }
 
 // LoadRun reads a run; an unknown run is unknown_run.

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// procmonCmd runs the test binary as procmon against a state directory.
+func procmonCmd(t *testing.T, stateDir string, stdin string, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(exe, args...)
+	c.Args[0] = "procmon"
+	c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=")
+	c.Stdin = strings.NewReader(stdin)
+	return c
+}
+
+// TestConcurrentStartsNeverExceedBudget races 30 starts from 30 processes
+// against a command limit of 10: exactly 10 start, with ordinals 1 to 10.
+func TestConcurrentStartsNeverExceedBudget(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	t.Cleanup(func() { killLeftovers(stateDir) })
+	settings := `{"sandbox": {"mode": "host", "process_monitor": true,
+		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
+		"max_output_bytes": 1000000, "command_limit": 10}}`
+	if out, err := procmonCmd(t, stateDir, settings, "configure").CombinedOutput(); err != nil {
+		t.Fatalf("configure: %v %s", err, out)
+	}
+	const starts = 30
+	type result struct {
+		out  []byte
+		exit int
+	}
+	results := make([]result, starts)
+	var wg sync.WaitGroup
+	for i := range starts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := procmonCmd(t, stateDir, `{"request": {"argv": ["sleeper"]}}`, "start")
+			var out bytes.Buffer
+			c.Stdout = &out
+			c.Run()
+			results[i] = result{out.Bytes(), c.ProcessState.ExitCode()}
+		}()
+	}
+	wg.Wait()
+
+	var ordinals []int
+	var ids []string
+	for _, r := range results {
+		var resp struct {
+			MonitorID      string `json:"monitor_id"`
+			CommandOrdinal int    `json:"command_ordinal"`
+			Error          *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.out, &resp); err != nil {
+			t.Fatalf("start printed %q: %v", r.out, err)
+		}
+		switch {
+		case resp.Error == nil && r.exit == 0:
+			ordinals = append(ordinals, resp.CommandOrdinal)
+			ids = append(ids, resp.MonitorID)
+		case resp.Error != nil && resp.Error.Code == "command_budget_exhausted" && r.exit == 3:
+		default:
+			t.Errorf("unexpected start result: exit %d %s", r.exit, r.out)
+		}
+	}
+	sort.Ints(ordinals)
+	want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if len(ordinals) != len(want) {
+		t.Fatalf("%d starts succeeded, want 10 (ordinals %v)", len(ordinals), ordinals)
+	}
+	for i := range want {
+		if ordinals[i] != want[i] {
+			t.Fatalf("ordinals %v, want %v", ordinals, want)
+		}
+	}
+	for _, id := range ids {
+		if out, err := procmonCmd(t, stateDir, "", "cancel", id).CombinedOutput(); err != nil || !bytes.Contains(out, []byte(`"group_empty_verified":true`)) {
+			t.Errorf("cancel %s: %v %s", id, err, out)
+		}
+	}
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
+	}
+}

@@ -1,0 +1,176 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runIn runs one procmon command line in-process against a state
+// directory and returns the exit status and the decoded response.
+func runIn(t *testing.T, stateDir, stdin string, args ...string) (int, map[string]any, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := &Env{
+		Stdin:  strings.NewReader(stdin),
+		Stdout: &out,
+		Stderr: &errOut,
+		Getenv: func(k string) string {
+			if k == "PROCMON_STATE_DIR" {
+				return stateDir
+			}
+			return ""
+		},
+		Environ: func() []string { return nil },
+		Getwd:   func() (string, error) { return stateDir, nil },
+		Now:     time.Now,
+	}
+	status := Run(args, env)
+	var resp map[string]any
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &resp); err != nil {
+			t.Fatalf("%v: stdout is not one JSON object: %q", args, out.String())
+		}
+	}
+	if strings.Contains(errOut.String(), "goroutine") || strings.Contains(out.String(), "panic") {
+		t.Fatalf("%v: stack trace in output: %s %s", args, out.String(), errOut.String())
+	}
+	return status, resp, out.String()
+}
+
+func errorCode(resp map[string]any) string {
+	e, _ := resp["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func TestBadInputIsTypedError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if status, _, _ := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: exit %d", status)
+	}
+	cases := []struct {
+		name     string
+		stdin    string
+		args     []string
+		code     string
+		exit     int
+		mentions string
+	}{
+		{"empty body", "", []string{"start"}, "invalid_request", 2, "empty request body"},
+		{"blank body", "  \n", []string{"status"}, "invalid_request", 2, "empty request body"},
+		{"not json", "argv=sleep", []string{"start"}, "invalid_request", 2, "malformed JSON"},
+		{"truncated", `{"request": {"argv": ["sle`, []string{"start"}, "invalid_request", 2, "truncated"},
+		{"trailing data", `{"request": {"argv": ["sleep"]}} {}`, []string{"start"}, "invalid_request", 2, "trailing data"},
+		{"unknown top field", `{"request": {"argv": ["sleep"]}, "extra": 1}`, []string{"start"}, "invalid_request", 2, `"extra"`},
+		{"unknown field", `{"request": {"argv": ["sleep"], "bogus": 1}}`, []string{"start"}, "invalid_request", 2, `"bogus"`},
+		{"wrong type", `{"request": {"argv": "sleep 1"}}`, []string{"start"}, "invalid_request", 2, `"argv"`},
+		{"wrong nested type", `{"request": {"argv": ["sleep"], "env": {"A": 1}}}`, []string{"start"}, "invalid_request", 2, `env`},
+		{"missing request", `{}`, []string{"start"}, "invalid_request", 2, `"request"`},
+		{"empty argv", `{"request": {"argv": []}}`, []string{"start"}, "invalid_request", 2, `"argv"`},
+		{"zero timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 0}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
+		{"fractional timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 1.5}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
+		{"short secret", `{"request": {"argv": ["sleep"], "secrets": ["hunter2"]}}`, []string{"start"}, "invalid_request", 2, "secrets[0]"},
+		{"traversal id", "", []string{"status", "../../../etc/passwd"}, "invalid_request", 2, "not valid"},
+		{"traversal id in body", `{"request": {"monitor_id": "m_../../x"}}`, []string{"cancel"}, "invalid_request", 2, "not valid"},
+		{"uppercase id", "", []string{"status", "m_ABCDEFGHIJKLMNOPQRSTUVWXYZ"}, "invalid_request", 2, "not valid"},
+		{"unknown monitor", "", []string{"status", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
+		{"unknown monitor cancel", "", []string{"cancel", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
+		{"unknown flag", "", []string{"start", "--bogus"}, "invalid_request", 2, "bogus"},
+		{"unknown command", "", []string{"frobnicate"}, "invalid_request", 2, "frobnicate"},
+		{"bad run id", "", []string{"--run", "../x", "list"}, "invalid_request", 2, "run id"},
+		{"negative grace", "", []string{"cancel", "m_" + strings.Repeat("0", 26), "--grace", "-1"}, "invalid_request", 2, "grace_seconds"},
+		{"docker mode", `{"sandbox": {"mode": "docker", "process_monitor": true, "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null}}}`, []string{"configure"}, "transport_unavailable", 3, "host"},
+		{"pool mode", `{"sandbox": {"mode": "pool", "process_monitor": true}}`, []string{"configure"}, "transport_unavailable", 3, "host"},
+		{"legacy capture", `{"sandbox": {"mode": "host", "process_monitor": true}}`, []string{"configure"}, "legacy_policy", 3, "forge-work-duration-v2"},
+		{"legacy protocol", `{"sandbox": {"mode": "host", "process_monitor": true, "work_duration": {"protocol": "v1", "timeout_seconds": null}}}`, []string{"configure"}, "legacy_policy", 3, "legacy"},
+		{"negative limit", `{"sandbox": {"mode": "host", "process_monitor": true, "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null}, "command_limit": -1}}`, []string{"configure"}, "invalid_request", 2, "command_limit"},
+		{"zero limit", `{"request": {"sandbox": {"mode": "host", "process_monitor": true, "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": 0}}}}`, []string{"configure"}, "invalid_request", 2, "timeout_seconds"},
+		{"no mode", `{"sandbox": {"process_monitor": true}}`, []string{"configure"}, "invalid_request", 2, "sandbox.mode"},
+		{"unknown settings field", `{"sandbox": {"mode": "host", "colour": 1}}`, []string{"configure"}, "invalid_request", 2, "colour"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, resp, raw := runIn(t, dir, c.stdin, c.args...)
+			if got := errorCode(resp); got != c.code || status != c.exit {
+				t.Fatalf("got code %q exit %d, want %q exit %d: %s", got, status, c.code, c.exit, raw)
+			}
+			if !strings.Contains(raw, c.mentions) {
+				t.Fatalf("message does not mention %q: %s", c.mentions, raw)
+			}
+		})
+	}
+}
+
+func TestMonitorsDisabledUntilConfigured(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	status, resp, raw := runIn(t, dir, `{"request": {"argv": ["sleep", "1"]}}`, "start")
+	if errorCode(resp) != "monitors_disabled" || status != 3 || !strings.Contains(raw, "procmon configure --enable") {
+		t.Fatalf("start before configure: exit %d %s", status, raw)
+	}
+	// Settings that keep monitors off are stored but enable nothing.
+	off := `{"sandbox": {"mode": "host", "process_monitor": false}}`
+	if status, _, raw := runIn(t, dir, off, "configure"); status != 0 {
+		t.Fatalf("configure off: exit %d %s", status, raw)
+	}
+	status, resp, _ = runIn(t, dir, `{"request": {"argv": ["sleep", "1"]}}`, "start")
+	if errorCode(resp) != "monitors_disabled" || status != 3 {
+		t.Fatalf("start with monitors off: exit %d %v", status, resp)
+	}
+}
+
+func TestCorruptRecordIsRefusedAndIsolated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	runIn(t, dir, "", "configure", "--enable")
+	good := "m_" + strings.Repeat("a", 26)
+	bad := "m_" + strings.Repeat("b", 26)
+	short := "m_" + strings.Repeat("c", 26)
+	for _, id := range []string{good, bad, short} {
+		if err := os.MkdirAll(filepath.Join(dir, "monitors", id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record with a valid checksum, then one with a flipped byte, then a
+	// truncated one; a stray temp file is ignored.
+	record := writeTestRecord(t, dir, good)
+	flipped := bytes.Replace(record, []byte(`"pid":4242`), []byte(`"pid":4243`), 1)
+	os.WriteFile(filepath.Join(dir, "monitors", bad, "record.json"), flipped, 0o600)
+	os.WriteFile(filepath.Join(dir, "monitors", short, "record.json"), record[:len(record)/2], 0o600)
+	os.WriteFile(filepath.Join(dir, "monitors", ".tmp-record.json-123"), []byte("junk"), 0o600)
+
+	for _, id := range []string{bad, short} {
+		status, resp, raw := runIn(t, dir, "", "status", id)
+		if errorCode(resp) != "state_corrupt" || status != 1 {
+			t.Fatalf("status %s: exit %d %s", id, status, raw)
+		}
+		status, resp, raw = runIn(t, dir, "", "cancel", id)
+		if errorCode(resp) != "state_corrupt" || status != 1 {
+			t.Fatalf("cancel %s: exit %d %s", id, status, raw)
+		}
+	}
+	status, resp, raw := runIn(t, dir, "", "status", good)
+	if status != 0 || resp["status"] != "needs_reconciliation" {
+		t.Fatalf("status of the good record: exit %d %s", status, raw)
+	}
+	status, resp, raw = runIn(t, dir, "", "list", "--all-runs")
+	rows, _ := resp["monitors"].([]any)
+	if status != 0 || len(rows) != 3 || !strings.Contains(raw, "state_corrupt") {
+		t.Fatalf("list with corrupt records: exit %d %s", status, raw)
+	}
+}
+
+func TestGroupWritableStateDirIsUnsafe(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	runIn(t, dir, "", "configure", "--enable")
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	status, resp, raw := runIn(t, dir, "", "list")
+	if errorCode(resp) != "state_unsafe" || status != 1 || !strings.Contains(raw, "chmod 700") {
+		t.Fatalf("group-writable state dir: exit %d %s", status, raw)
+	}
+}

@@ -1,0 +1,122 @@
+package state
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"procmon/internal/protocol"
+)
+
+// fakeInfo is a FileInfo with a chosen mode and owner, so the ownership
+// rule is tested even when the tests run as root.
+type fakeInfo struct {
+	mode fs.FileMode
+	uid  uint32
+}
+
+func (f fakeInfo) Name() string       { return "state" }
+func (f fakeInfo) Size() int64        { return 0 }
+func (f fakeInfo) Mode() fs.FileMode  { return f.mode }
+func (f fakeInfo) ModTime() time.Time { return time.Time{} }
+func (f fakeInfo) IsDir() bool        { return f.mode.IsDir() }
+func (f fakeInfo) Sys() any           { return &syscall.Stat_t{Uid: f.uid} }
+
+func TestCheckOwnership(t *testing.T) {
+	const me = 1000
+	cases := []struct {
+		name string
+		info fakeInfo
+		ok   bool
+	}{
+		{"private dir", fakeInfo{fs.ModeDir | 0o700, me}, true},
+		{"readable by others", fakeInfo{fs.ModeDir | 0o755, me}, true},
+		{"group-writable", fakeInfo{fs.ModeDir | 0o770, me}, false},
+		{"world-writable", fakeInfo{fs.ModeDir | 0o707, me}, false},
+		{"owned by someone else", fakeInfo{fs.ModeDir | 0o700, me + 1}, false},
+		{"owned by root", fakeInfo{fs.ModeDir | 0o700, 0}, false},
+		{"a symlink", fakeInfo{fs.ModeSymlink | 0o777, me}, false},
+		{"a file", fakeInfo{0o600, me}, false},
+	}
+	for _, c := range cases {
+		err := CheckOwnership("/s", c.info, me)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: got %v, want ok=%v", c.name, err, c.ok)
+		}
+		if err != nil && !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+			t.Errorf("%s: code of %v is not state_unsafe", c.name, err)
+		}
+	}
+}
+
+func TestOpenRefusesUnsafeDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("new state dir mode %v, %v; want 0700", fi.Mode(), err)
+	}
+	os.Chmod(dir, 0o777)
+	if _, err := Open(dir); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+		t.Fatalf("world-writable dir: got %v", err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	os.Chmod(dir, 0o700)
+	os.Symlink(dir, link)
+	if _, err := Open(link); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+		t.Fatalf("symlinked dir: got %v", err)
+	}
+}
+
+func TestRecordChecksum(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "m_" + "abcdefghijklmnopqrstuvwxyz"
+	if err := d.CreateMonitorDir(id); err != nil {
+		t.Fatal(err)
+	}
+	m := &Monitor{MonitorID: id, RunID: DefaultRun, Argv: []string{"x"}, PID: 7, Phase: PhaseRunning}
+	if err := d.SaveMonitor(m, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.LoadMonitor(id)
+	if err != nil || got.PID != 7 {
+		t.Fatalf("load: %+v, %v", got, err)
+	}
+	path := filepath.Join(d.MonitorDir(id), RecordName)
+	data, _ := os.ReadFile(path)
+	for i := range data {
+		damaged := append([]byte(nil), data...)
+		damaged[i] ^= 0x01
+		os.WriteFile(path, damaged, 0o600)
+		if m, err := d.LoadMonitor(id); err == nil && m.PID == 7 && m.MonitorID == id {
+			// A flip inside insignificant whitespace or key spelling the
+			// decoder cannot see would still need the checksum to differ.
+			t.Fatalf("byte %d flipped: record still trusted", i)
+		}
+	}
+	entries, _ := os.ReadDir(d.MonitorDir(id))
+	for _, e := range entries {
+		if isTemp(e.Name()) {
+			t.Fatalf("temp file left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestMonitorIDNeverAPath(t *testing.T) {
+	for _, id := range []string{"", "m_", "../m_aaaaaaaaaaaaaaaaaaaaaaaa", "m_aaaaaaaaaaaaaaaaaaaa/..", "m_AAAAAAAAAAAAAAAAAAAAAAAA", "m_aaaaaaaaaaaaaaaaaaa", "m_" + string(make([]byte, 26))} {
+		if ValidMonitorID(id) == nil {
+			t.Errorf("%q accepted", id)
+		}
+	}
+	if err := ValidMonitorID(NewID("m_")); err != nil {
+		t.Errorf("NewID: %v", err)
+	}
+}
