@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,6 +57,9 @@ func TestScripts(t *testing.T) {
 			"gone":         cmdGone,
 			"nothingleft":  cmdNothingLeft,
 			"killguardian": cmdKillGuardian,
+			"tamper":       cmdTamper,
+			"owner":        cmdOwner,
+			"running":      cmdRunning,
 		},
 	})
 }
@@ -174,12 +179,21 @@ func awaitGone(pid int, startTicks uint64) bool {
 	return !proc.Matches(pid, startTicks)
 }
 
-// gone PIDFILE asserts that every pid listed in the file has ended.
+// gone PIDFILE|PID... asserts that every pid given, or listed in a file,
+// has ended (waiting for it, bounded).
 func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: gone PIDFILE")
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: gone PIDFILE|PID...")
 	}
-	for _, f := range strings.Fields(ts.ReadFile(args[0])) {
+	var pids []string
+	for _, a := range args {
+		if _, err := strconv.Atoi(a); err == nil {
+			pids = append(pids, a)
+		} else {
+			pids = append(pids, strings.Fields(ts.ReadFile(a))...)
+		}
+	}
+	for _, f := range pids {
 		pid, err := strconv.Atoi(f)
 		if err != nil {
 			ts.Fatalf("gone: %s holds %q", args[0], f)
@@ -269,5 +283,89 @@ func killLeftovers(dir string) {
 				unix.Kill(p.PID, unix.SIGKILL)
 			}
 		}
+	}
+}
+
+// running PID... asserts that each process is alive now.
+func cmdRunning(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: running PID...")
+	}
+	for _, a := range args {
+		pid, err := strconv.Atoi(a)
+		if err != nil {
+			ts.Fatalf("running: %q is not a pid", a)
+		}
+		if ticks, err := proc.StartTicks(pid); err != nil || !proc.Matches(pid, ticks) {
+			ts.Fatalf("running: pid %d is not running", pid)
+		}
+	}
+}
+
+// tamper ID FIELD VALUE rewrites one field of a monitor record, with a
+// valid checksum, to stage what procmon must not be fooled by: VALUE is
+// JSON, or +N to add N to a number.
+func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: tamper MONITOR_ID FIELD VALUE")
+	}
+	_, err := stateDir(ts).UpdateMonitor(args[0], func(m *state.Monitor) error {
+		raw, _ := json.Marshal(m)
+		var obj map[string]any
+		json.Unmarshal(raw, &obj)
+		if delta, ok := strings.CutPrefix(args[2], "+"); ok {
+			n, err := strconv.ParseFloat(delta, 64)
+			old, isNum := obj[args[1]].(float64)
+			if err != nil || !isNum {
+				return fmt.Errorf("field %s is not a number", args[1])
+			}
+			obj[args[1]] = old + n
+		} else {
+			var v any
+			if err := json.Unmarshal([]byte(args[2]), &v); err != nil {
+				return fmt.Errorf("value %q is not JSON", args[2])
+			}
+			obj[args[1]] = v
+		}
+		raw, _ = json.Marshal(obj)
+		*m = state.Monitor{}
+		return json.Unmarshal(raw, m)
+	})
+	if err != nil {
+		ts.Fatalf("tamper: %v", err)
+	}
+}
+
+// owner start VAR starts a process to own a run and sets $VAR to its pid;
+// owner kill VAR kills it. Only the pid started here is ever signalled.
+func cmdOwner(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 || (args[0] != "start" && args[0] != "kill") {
+		ts.Fatalf("usage: owner start|kill VAR")
+	}
+	key := "owner:" + args[1]
+	if args[0] == "start" {
+		exe, err := os.Executable()
+		if err != nil {
+			ts.Fatalf("owner: %v", err)
+		}
+		c := exec.Command(exe)
+		c.Args[0] = "sleeper"
+		if err := c.Start(); err != nil {
+			ts.Fatalf("owner: %v", err)
+		}
+		go c.Wait()
+		ts.Defer(func() { c.Process.Kill() })
+		ts.Setenv(args[1], strconv.Itoa(c.Process.Pid))
+		ts.Setenv(key, strconv.Itoa(c.Process.Pid))
+		return
+	}
+	pid, err := strconv.Atoi(ts.Getenv(key))
+	if err != nil {
+		ts.Fatalf("owner kill %s: no owner started under that name", args[1])
+	}
+	ticks, _ := proc.StartTicks(pid)
+	unix.Kill(pid, unix.SIGKILL)
+	if !awaitGone(pid, ticks) {
+		ts.Fatalf("owner %d survived SIGKILL", pid)
 	}
 }

@@ -49,12 +49,9 @@ func runCancel(env *Env, req cancelRequest) (*receiptView, error) {
 	if req.MonitorID == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
 	}
-	graceMs := int64(proc.DefaultDrainGraceMs)
-	if req.GraceSeconds != nil {
-		if *req.GraceSeconds < 0 || *req.GraceSeconds > 3600 {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "grace_seconds" must be between 0 and 3600`).With("field", "grace_seconds")
-		}
-		graceMs = *req.GraceSeconds * 1000
+	graceMs, err := graceMillis(req.GraceSeconds)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := openState(env)
 	if err != nil {

@@ -116,6 +116,9 @@ hand. Start with: procmon configure --enable`,
 		newStatusCmd(env, g),
 		newListCmd(env, g),
 		newCancelCmd(env, g),
+		newWaitCmd(env, g),
+		newReconcileCmd(env, g),
+		newRunCmd(env, g),
 	)
 	return root
 }

@@ -129,6 +129,16 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if run.EndedAtMs != nil {
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and starts nothing more; create a new one with: procmon run new", run.RunID).With("run_id", run.RunID)
 	}
+	if o := run.Owner; o != nil && !proc.Matches(o.PID, o.StartTicks) {
+		now := env.Now().UnixMilli()
+		dir.UpdateRun(run.RunID, func(r *state.Run) error {
+			if r.EndedAtMs == nil {
+				r.EndedAtMs, r.EndReason = &now, "owner_exited"
+			}
+			return nil
+		})
+		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited; create a new one with: procmon run new", run.RunID, o.PID).With("run_id", run.RunID)
+	}
 	sb := run.Policy.Sandbox
 	// The slot is taken before anything is spawned and never refunded.
 	ordinal, err := dir.TakeOrdinal(run.RunID, sb.CommandLimit)

@@ -277,9 +277,20 @@ func (g *guardian) abortChild() {
 	waitid(unix.P_PID, g.child, unix.WEXITED, &info)
 }
 
-// save writes the guardian's record under the monitor's lock.
+// errRevoked means the stored record no longer belongs to this guardian.
+var errRevoked = errors.New("the record no longer names this guardian")
+
+// save writes the guardian's record under the monitor's lock, unless the
+// stored record has been taken over (another guardian named, or a receipt
+// written by reconcile): then it is left as it is.
 func (g *guardian) save(durable bool) error {
 	return g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
+		if g.rec.HeartbeatSeq > 0 || g.rec.Phase != state.PhaseRunning {
+			stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
+			if err == nil && (stored.Receipt != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks) {
+				return errRevoked
+			}
+		}
 		g.out.snapshot(g.rec)
 		return g.dir.SaveMonitor(g.rec, durable)
 	})

@@ -95,7 +95,14 @@ type SignalEvent struct {
 
 // Containment values of a receipt.
 const (
-	ContainmentComplete   = "complete"
+	// ContainmentComplete: the group and every escaped descendant are
+	// verified gone.
+	ContainmentComplete = "complete"
+	// ContainmentGroupOnly: the group is verified gone; descendants that
+	// left it could not be seen (a reconciled monitor whose guardian was
+	// lost).
+	ContainmentGroupOnly = "group_only"
+	// ContainmentIncomplete: something may be left; the receipt names it.
 	ContainmentIncomplete = "incomplete"
 )
 

@@ -1,0 +1,279 @@
+package cmd
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+type runView struct {
+	*state.Run
+	BudgetUsed int64 `json:"budget_used"`
+}
+
+type runNewRequest struct {
+	OwnerPID          int      `json:"owner_pid,omitempty"`
+	NativeCheckpoints bool     `json:"native_checkpoints,omitempty"`
+	Tools             []string `json:"tools,omitempty"`
+}
+
+func newRunCmd(env *Env, g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Create, inspect and end runs (agent invocations)",
+		Long: `A run is one agent invocation. It freezes the settings of the moment it is
+created (a later configure never reaches it), keeps its own command budget,
+grants and owner, and when it ends every monitor it owns is drained.
+Commands act in $PROCMON_RUN or --run, else the run "default".`,
+	}
+	c.AddCommand(newRunNewCmd(env, g), newRunEndCmd(env, g), newRunListCmd(env, g), newRunShowCmd(env, g))
+	return c
+}
+
+func newRunNewCmd(env *Env, g *globals) *cobra.Command {
+	var req runNewRequest
+	var tools string
+	c := &cobra.Command{
+		Use:   "new [--owner-pid N] [--native-checkpoints] [--tools LIST]",
+		Short: "Create a run and print its id",
+		Long: `Create a run with the current settings frozen into it and print its id.
+
+  export PROCMON_RUN=$(procmon run new --owner-pid $$ | jq -r .run_id)
+
+--owner-pid binds the run to a process: when it exits, every monitor of the
+run is drained (reason owner_exited). --tools limits the monitor tools the
+run allows (comma-separated; default all five: ` + strings.Join(state.Tools, ", ") + `).
+A run with --native-checkpoints refuses monitors.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if !flagsUsed(c) && !env.StdinIsTerminal {
+				if err := protocol.ReadRequest(env.Stdin, &req); err != nil && !emptyBody(err) {
+					return err
+				}
+			}
+			if tools != "" {
+				req.Tools = strings.Split(tools, ",")
+			}
+			run, err := runNew(env, req)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, runView{Run: run})
+		},
+	}
+	c.Flags().IntVar(&req.OwnerPID, "owner-pid", 0, "drain the run's monitors when this process exits")
+	c.Flags().BoolVar(&req.NativeCheckpoints, "native-checkpoints", false, "the invocation uses native checkpoints (monitors are refused)")
+	c.Flags().StringVar(&tools, "tools", "", "comma-separated monitor tools the run allows")
+	return c
+}
+
+// emptyBody reports whether a request error was only an empty stdin, which
+// run new takes as "no options".
+func emptyBody(err error) bool {
+	var pe *protocol.Error
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Message, "empty request body")
+}
+
+func runNew(env *Env, req runNewRequest) (*state.Run, error) {
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	settings, ok, err := dir.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, state.MonitorsDisabled("no runner settings are stored in " + dir.Path)
+	}
+	r := &state.Run{
+		RunID:             state.NewID("r_"),
+		CreatedAtMs:       env.Now().UnixMilli(),
+		Policy:            settings,
+		Tools:             state.Tools,
+		NativeCheckpoints: req.NativeCheckpoints,
+	}
+	if req.Tools != nil {
+		r.Tools = nil
+		for _, t := range req.Tools {
+			t = strings.TrimSpace(t)
+			if !contains(state.Tools, t) {
+				return nil, protocol.Errorf(protocol.CodeInvalidRequest, "unknown tool %q: the monitor tools are %s", t, strings.Join(state.Tools, ", ")).With("field", "tools")
+			}
+			if !contains(r.Tools, t) {
+				r.Tools = append(r.Tools, t)
+			}
+		}
+	}
+	if req.OwnerPID != 0 {
+		ticks, err := proc.StartTicks(req.OwnerPID)
+		if req.OwnerPID < 0 || err != nil || !proc.Matches(req.OwnerPID, ticks) {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d is not a running process", req.OwnerPID).With("field", "owner_pid")
+		}
+		r.Owner = &state.Owner{PID: req.OwnerPID, StartTicks: ticks}
+	}
+	if err := dir.CreateRun(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+type runEndResponse struct {
+	RunID     string        `json:"run_id"`
+	EndedAtMs int64         `json:"ended_at_ms"`
+	Monitors  []receiptView `json:"monitors"`
+	Errors    []listRow     `json:"errors,omitempty"`
+}
+
+func newRunEndCmd(env *Env, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "end",
+		Short: "End the run: drain all its monitors and refuse further starts",
+		Long: `End the selected run: it refuses further starts (run_ended) and every
+monitor it owns is drained (status cancelled, reason run_ended). Prints the
+receipts. Monitors whose custody is unverified are listed under errors:
+settle them with procmon reconcile.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			id, err := selectedRun(env, g)
+			if err != nil {
+				return err
+			}
+			resp, err := runEnd(env, id)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, resp)
+		},
+	}
+}
+
+func runEnd(env *Env, id string) (*runEndResponse, error) {
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	now := env.Now().UnixMilli()
+	run, err := dir.UpdateRun(id, func(r *state.Run) error {
+		if r.EndedAtMs == nil {
+			r.EndedAtMs, r.EndReason = &now, "run_ended"
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &runEndResponse{RunID: id, EndedAtMs: *run.EndedAtMs, Monitors: []receiptView{}}
+	ids, err := dir.MonitorIDs()
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, mid := range ids {
+		m, err := dir.LoadMonitor(mid)
+		if err != nil || m.RunID != id {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			drained, err := proc.Cancel(dir, mid, proc.DefaultDrainGraceMs, "run_ended")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				e := protocol.AsError(err)
+				resp.Errors = append(resp.Errors, listRow{MonitorID: mid, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message}})
+				return
+			}
+			resp.Monitors = append(resp.Monitors, receiptView{MonitorID: mid, Receipt: drained.Receipt})
+		}()
+	}
+	wg.Wait()
+	return resp, nil
+}
+
+func newRunListCmd(env *Env, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the runs",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			dir, err := openState(env)
+			if err != nil {
+				return err
+			}
+			ids, err := dir.RunIDs()
+			if err != nil {
+				return err
+			}
+			out := struct {
+				Runs []runView `json:"runs"`
+			}{Runs: []runView{}}
+			for _, id := range ids {
+				v, err := showRun(dir, id)
+				if err != nil {
+					continue
+				}
+				out.Runs = append(out.Runs, *v)
+			}
+			return respond(env, g, out)
+		},
+	}
+}
+
+func newRunShowCmd(env *Env, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:               "show [RUN_ID]",
+		Short:             "Show a run: frozen policy, grants, owner, budget used",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRunIDs(env),
+		RunE: func(c *cobra.Command, args []string) error {
+			id, err := selectedRun(env, g)
+			if len(args) == 1 {
+				id, err = args[0], state.ValidRunID(args[0])
+			}
+			if err != nil {
+				return err
+			}
+			dir, err := openState(env)
+			if err != nil {
+				return err
+			}
+			v, err := showRun(dir, id)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, v)
+		},
+	}
+}
+
+func showRun(dir *state.Dir, id string) (*runView, error) {
+	r, err := dir.LoadRun(id)
+	if err != nil {
+		return nil, err
+	}
+	used, err := dir.BudgetUsed(id)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return &runView{Run: r, BudgetUsed: used}, nil
+}
+
