@@ -276,4 +276,3 @@ func showRun(dir *state.Dir, id string) (*runView, error) {
 	}
 	return &runView{Run: r, BudgetUsed: used}, nil
 }
-
