@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,8 +31,8 @@ func sleeper() {
 
 // printer writes its arguments as lines, or generated output, then exits
 // (or stays with -stay). -env NAME prints a variable, -base64env NAME its
-// base64, -bytes N writes N bytes of a repeating pattern, -delay waits
-// between the first and second half of each line.
+// base64, -bytes N writes N bytes of a repeating pattern, -split waits
+// between the first and second half of each line, -tee keeps a copy.
 func printer() {
 	fs := flag.NewFlagSet("printer", flag.ExitOnError)
 	stay := fs.Bool("stay", false, "sleep after printing")
@@ -40,8 +41,17 @@ func printer() {
 	n := fs.Int64("bytes", 0, "write this many bytes of a pattern")
 	pause := fs.Duration("split", 0, "pause this long in the middle of each line")
 	exit := fs.Int("exit", 0, "exit status")
+	tee := fs.String("tee", "", "also write everything printed to this file")
 	fs.Parse(os.Args[1:])
-	w := os.Stdout
+	var w io.Writer = os.Stdout
+	if *tee != "" {
+		f, err := os.Create(*tee)
+		if err != nil {
+			panic(err)
+		}
+		defer f.Close()
+		w = io.MultiWriter(os.Stdout, f)
+	}
 	if *env != "" {
 		fmt.Fprintln(w, os.Getenv(*env))
 	}
@@ -62,9 +72,9 @@ func printer() {
 	for _, a := range fs.Args() {
 		if *pause > 0 {
 			half := len(a) / 2
-			w.WriteString(a[:half])
+			io.WriteString(w, a[:half])
 			time.Sleep(*pause)
-			w.WriteString(a[half:] + "\n")
+			io.WriteString(w, a[half:]+"\n")
 			continue
 		}
 		fmt.Fprintln(w, a)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -57,9 +59,12 @@ func TestScripts(t *testing.T) {
 			"gone":         cmdGone,
 			"nothingleft":  cmdNothingLeft,
 			"killguardian": cmdKillGuardian,
+			"waiting":      cmdWaiting,
+			"hardlink":     cmdHardlink,
 			"tamper":       cmdTamper,
 			"owner":        cmdOwner,
 			"running":      cmdRunning,
+			"reassemble":   cmdReassemble,
 		},
 	})
 }
@@ -70,23 +75,27 @@ const patience = 30 * time.Second
 
 // json FILE PATH WANT checks one field of a JSON file (or stdout) with a
 // gjson path; WANT is compared with the field's string form (null for a
-// JSON null), and the special WANT <absent> asserts that the field does
-// not exist.
+// JSON null), @NAME compares with the content of file NAME, and the
+// special WANT <absent> asserts that the field does not exist.
 func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
 		ts.Fatalf("usage: json FILE PATH WANT")
+	}
+	want := args[2]
+	if name, ok := strings.CutPrefix(want, "@"); ok {
+		want = ts.ReadFile(name)
 	}
 	res := gjson.Get(ts.ReadFile(args[0]), args[1])
 	got, ok := res.String(), res.Exists()
 	if res.Type == gjson.Null && ok {
 		got = "null"
 	}
-	match := ok && got == args[2]
-	if args[2] == "<absent>" {
+	match := ok && got == want
+	if want == "<absent>" {
 		match = !ok
 	}
 	if match == neg {
-		ts.Fatalf("json %s %s: got %q (exists %v), want %s%q", args[0], args[1], got, ok, map[bool]string{true: "not ", false: ""}[neg], args[2])
+		ts.Fatalf("json %s %s: got %q (exists %v), want %s%q", args[0], args[1], got, ok, map[bool]string{true: "not ", false: ""}[neg], want)
 	}
 }
 
@@ -367,5 +376,41 @@ func cmdOwner(ts *testscript.TestScript, neg bool, args []string) {
 	unix.Kill(pid, unix.SIGKILL)
 	if !awaitGone(pid, ticks) {
 		ts.Fatalf("owner %d survived SIGKILL", pid)
+	}
+}
+
+// reassemble ID FILE MAXBYTES reads a monitor's whole output through the
+// logs offset cursor in windows of MAXBYTES and compares it, byte for
+// byte, with FILE.
+func cmdReassemble(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: reassemble MONITOR_ID FILE MAXBYTES")
+	}
+	want := ts.ReadFile(args[1])
+	var got strings.Builder
+	offset := int64(0)
+	for calls := 0; ; calls++ {
+		if calls > len(want)+10 {
+			ts.Fatalf("reassemble: no progress at offset %d", offset)
+		}
+		ts.Check(ts.Exec("procmon", "logs", args[0], "--offset", strconv.FormatInt(offset, 10), "--max-bytes", args[2]))
+		out := ts.ReadFile("stdout")
+		text := gjson.Get(out, "text").String()
+		sum := sha256.Sum256([]byte(text))
+		if gjson.Get(out, "output_sha256").String() != hex.EncodeToString(sum[:]) || gjson.Get(out, "output_bytes").Int() != int64(len(text)) {
+			ts.Fatalf("reassemble: output_bytes/output_sha256 do not describe the text at offset %d", offset)
+		}
+		got.WriteString(text)
+		next := gjson.Get(out, "next_offset").Int()
+		if next == gjson.Get(out, "stream_bytes").Int() {
+			break
+		}
+		if next <= offset {
+			ts.Fatalf("reassemble: next_offset %d does not advance from %d", next, offset)
+		}
+		offset = next
+	}
+	if got.String() != want {
+		ts.Fatalf("reassemble: %d bytes differ from the %d of %s", got.Len(), len(want), args[1])
 	}
 }

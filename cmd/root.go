@@ -119,6 +119,7 @@ hand. Start with: procmon configure --enable`,
 		newWaitCmd(env, g),
 		newReconcileCmd(env, g),
 		newRunCmd(env, g),
+		newLogsCmd(env, g),
 	)
 	return root
 }

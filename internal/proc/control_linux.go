@@ -25,10 +25,13 @@ type controlRequest struct {
 
 // controlReply answers a control request.
 type controlReply struct {
-	Receipt *state.Receipt      `json:"receipt,omitempty"`
-	Phase   string              `json:"phase,omitempty"`
-	Text    *string             `json:"text,omitempty"`
-	Error   *protocol.ErrorBody `json:"error,omitempty"`
+	Receipt *state.Receipt `json:"receipt,omitempty"`
+	Phase   string         `json:"phase,omitempty"`
+	Text    *string        `json:"text,omitempty"`
+	// Captured and LogError are the live output counters.
+	Captured int64               `json:"captured,omitempty"`
+	LogError string              `json:"log_error,omitempty"`
+	Error    *protocol.ErrorBody `json:"error,omitempty"`
 }
 
 // controlServer is the guardian's end of the socket. The socket lives in
@@ -118,6 +121,10 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		if g.receipt.Load() != nil {
 			reply.Phase = state.PhaseTerminal
 		}
+		reply.Captured = g.out.captured.Load()
+		if e := g.out.logErr.Load(); e != nil {
+			reply.LogError = *e
+		}
 	case "redact":
 		// Only the guardian holds the secrets, so only it can say what a
 		// text looks like in the redacted stream.
@@ -203,4 +210,18 @@ func RedactLike(dir *state.Dir, id, text string) (string, error) {
 		return "", protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without text", id)
 	}
 	return *reply.Text, nil
+}
+
+// LiveCounters refreshes a live monitor's output counters from its
+// guardian; the record's copy is only as fresh as the last heartbeat.
+// A guardian that does not answer leaves the record's values.
+func LiveCounters(dir *state.Dir, m *state.Monitor) {
+	reply, err := ask(dir.MonitorDir(m.MonitorID), controlRequest{Op: "ping"}, 2*time.Second)
+	if err != nil {
+		return
+	}
+	m.CapturedBytes = max(m.CapturedBytes, reply.Captured)
+	if reply.LogError != "" {
+		m.LogError = reply.LogError
+	}
 }

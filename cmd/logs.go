@@ -1,0 +1,208 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+	"procmon/internal/wait"
+)
+
+type logsRequest struct {
+	MonitorID string `json:"monitor_id"`
+	MaxBytes  *int64 `json:"max_bytes,omitempty"`
+	Offset    *int64 `json:"offset,omitempty"`
+}
+
+type logsResponse struct {
+	MonitorID       string   `json:"monitor_id"`
+	Status          string   `json:"status"`
+	Text            string   `json:"text"`
+	Offset          int64    `json:"offset"`
+	NextOffset      int64    `json:"next_offset"`
+	OutputBytes     int      `json:"output_bytes"`
+	OutputSHA256    string   `json:"output_sha256"`
+	CapturedBytes   int64    `json:"captured_bytes"`
+	StreamBytes     int64    `json:"stream_bytes"`
+	OutputTruncated bool     `json:"output_truncated"`
+	Truncation      []string `json:"truncation"`
+	LogError        string   `json:"log_error,omitempty"`
+}
+
+// defaultLogBytes is the window when the request names none.
+const defaultLogBytes = 65536
+
+func newLogsCmd(env *Env, g *globals) *cobra.Command {
+	var maxBytes, offset int64
+	var follow bool
+	c := &cobra.Command{
+		Use:   "logs MONITOR_ID [--max-bytes N] [--offset N] [--follow]",
+		Short: "Show a monitor's redacted output",
+		Long: `Show a bounded snapshot of the monitor's output, with credentials already
+redacted (a raw secret never reaches the disk). By default the last 65536
+bytes; with --offset, from that byte of the redacted stream, and
+next_offset continues with no gap or overlap. output_bytes and
+output_sha256 describe exactly the returned text. output_truncated says
+why the text is not the whole capture: capture_limit (the output passed
+max_output_bytes), window (the window cut it), incomplete_utf8 (a partial
+character at the end was held back). A window never splits a character.
+
+  procmon logs m_… --max-bytes 4096
+  procmon logs m_… --offset 0 --max-bytes 1048576   # then --offset <next_offset>
+  procmon logs m_… --follow                         # stream text until it ends`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeMonitorIDs(env),
+		RunE: func(c *cobra.Command, args []string) error {
+			var req logsRequest
+			if len(args) == 1 {
+				req.MonitorID = args[0]
+				if c.Flags().Changed("max-bytes") {
+					req.MaxBytes = &maxBytes
+				}
+				if c.Flags().Changed("offset") {
+					req.Offset = &offset
+				}
+			} else if err := readRequest(env, c, &req); err != nil {
+				return err
+			}
+			if follow {
+				return followLogs(env, req)
+			}
+			resp, err := runLogs(env, req)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, resp)
+		},
+	}
+	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "window size in bytes (at least 4)")
+	c.Flags().Int64Var(&offset, "offset", 0, "read from this byte of the redacted stream")
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "stream the output as text until the monitor ends")
+	return c
+}
+
+func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
+	if req.MonitorID == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+	}
+	maxBytes := int64(defaultLogBytes)
+	if req.MaxBytes != nil {
+		if *req.MaxBytes < 4 {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "max_bytes" must be at least 4, room for one UTF-8 character`).With("field", "max_bytes")
+		}
+		maxBytes = *req.MaxBytes
+	}
+	if req.Offset != nil && *req.Offset < 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "offset" must not be negative`).With("field", "offset")
+	}
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	o, err := proc.Observe(dir, req.MonitorID)
+	if err != nil {
+		return nil, err
+	}
+	if err := admitMonitor(env, dir, o.Monitor, "process_logs"); err != nil {
+		return nil, err
+	}
+	m := o.Monitor
+	if !o.Terminal() {
+		proc.LiveCounters(dir, m)
+	}
+	w, err := state.ReadLogWindow(filepath.Join(dir.MonitorDir(m.MonitorID), state.LogName), req.Offset, maxBytes, o.Terminal() || o.Status == state.StatusNeedsReconciliation)
+	if err != nil {
+		return nil, err
+	}
+	resp := &logsResponse{
+		MonitorID:     m.MonitorID,
+		Status:        o.Status,
+		Text:          w.Text,
+		Offset:        w.Offset,
+		NextOffset:    w.NextOffset,
+		OutputBytes:   w.OutputBytes,
+		OutputSHA256:  w.OutputSHA256,
+		CapturedBytes: m.CapturedBytes,
+		StreamBytes:   w.StreamBytes,
+		Truncation:    []string{},
+		LogError:      m.LogError,
+	}
+	if m.MaxOutputBytes != nil && m.CapturedBytes > *m.MaxOutputBytes {
+		resp.Truncation = append(resp.Truncation, state.TruncCaptureLimit)
+	}
+	if w.Window {
+		resp.Truncation = append(resp.Truncation, state.TruncWindow)
+	}
+	if w.IncompleteUTF8 {
+		resp.Truncation = append(resp.Truncation, state.TruncIncompleteUTF8)
+	}
+	resp.OutputTruncated = len(resp.Truncation) > 0
+	return resp, nil
+}
+
+// followLogs writes the redacted stream as text, from the start, until the
+// monitor is terminal and its log read to the end, waking on inotify.
+func followLogs(env *Env, req logsRequest) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir, err := openState(env)
+	if err != nil {
+		return err
+	}
+	o, err := proc.Observe(dir, req.MonitorID)
+	if err != nil {
+		return err
+	}
+	if err := admitMonitor(env, dir, o.Monitor, "process_logs"); err != nil {
+		return err
+	}
+	watcher, err := wait.NewWatcher(dir.MonitorDir(req.MonitorID))
+	if err != nil {
+		return err
+	}
+	defer watcher.Close()
+	var offset int64
+	if req.Offset != nil {
+		offset = *req.Offset
+	}
+	path := filepath.Join(dir.MonitorDir(req.MonitorID), state.LogName)
+	safety := time.NewTicker(2 * time.Second)
+	defer safety.Stop()
+	for {
+		o, err := proc.Observe(dir, req.MonitorID)
+		if err != nil {
+			return err
+		}
+		final := o.Terminal() || o.Status == state.StatusNeedsReconciliation
+		for {
+			w, err := state.ReadLogWindow(path, &offset, 1<<20, final)
+			if err != nil {
+				return err
+			}
+			if _, err := env.Stdout.Write([]byte(w.Text)); err != nil {
+				return nil // the reader went away
+			}
+			offset = w.NextOffset
+			if w.NextOffset >= w.StreamBytes || w.IncompleteUTF8 {
+				break
+			}
+		}
+		if final {
+			return nil
+		}
+		select {
+		case <-watcher.Events():
+		case <-safety.C:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
