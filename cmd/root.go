@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cmd is procmon's command line: one file per subcommand, each
 // decoding a request (JSON on stdin, or flags), calling into internal/, and
 // encoding one response object. Errors are reported once, by Main.
