@@ -44,7 +44,8 @@ func Launch(spec Spec) (*state.Monitor, error) {
 
 	p, err := os.StartProcess(exe, []string{"procmon", GuardianArg, spec.MonitorID}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   []string{},
+		// One P is plenty for a guardian and keeps its memory small.
+		Env:   []string{"GOMAXPROCS=1"},
 		Files: []*os.File{specR, handW, devnull},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})

@@ -129,6 +129,12 @@ func checkKind(kind string) error {
 		With("kinds", []string{KindOutput, KindExit, KindFile})
 }
 
+// CheckShape refuses, as invalid_condition, a condition built without
+// ParseCondition (from command-line flags) whose fields do not fit its
+// kind: everything ParseCondition checks of a decoded object. The rules
+// that need the component root are Validate's.
+func (c Condition) CheckShape() error { return c.checkShape() }
+
 // checkShape refuses a condition whose fields do not fit its kind. It needs
 // no rules, so ParseCondition and Validate share it; Validate repeats it
 // because a Condition can also be built without ParseCondition.

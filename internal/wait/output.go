@@ -17,6 +17,7 @@ type OutputMatcher struct {
 	consumed int64
 	found    bool
 	offset   int64
+	buf      []byte // FeedFrom's read buffer, kept across calls
 }
 
 // NewOutputMatcher returns a matcher for text, compared byte for byte. An
@@ -84,7 +85,12 @@ func (m *OutputMatcher) FeedFrom(r io.ReaderAt) (offset int64, found bool, err e
 	if m.found {
 		return m.offset, true, nil
 	}
-	buf := make([]byte, feedChunk)
+	if m.buf == nil {
+		// Kept, because a waiter on a chatty service calls FeedFrom on
+		// every wake-up.
+		m.buf = make([]byte, feedChunk)
+	}
+	buf := m.buf
 	for {
 		n, err := r.ReadAt(buf, m.consumed)
 		if n > 0 {
