@@ -1,0 +1,120 @@
+package redact
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const specialSecret = `s3cr"et/&<k>+ y=%`
+
+func TestFormsOfSpecialSecret(t *testing.T) {
+	forms := Forms(specialSecret)
+	want := []string{
+		specialSecret,
+		`s3cr\"et/&<k>+ y=%`,                // JSON and Go-quoted agree here
+		"s3cr%22et%2F%26%3Ck%3E%2B+y%3D%25", // query
+		"s3cr%22et%2F&%3Ck%3E+%20y=%25",     // path
+		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",   // XML
+		"czNjciJldC8mPGs+KyB5",              // base64, k=0
+		"czNjciJldC8mPGs-KyB5",              // base64url, k=0
+		"M2NyImV0LyY8az4rIHk9",              // k=1, same in both alphabets
+		"Y3IiZXQvJjxrPisgeT0l",              // k=2
+	}
+	for k, w := range want {
+		if !slices.Contains(forms, w) {
+			t.Errorf("missing expected form %d", k)
+		}
+	}
+	if len(forms) != len(want) {
+		t.Errorf("got %d forms, want %d (duplicates must collapse)", len(forms), len(want))
+	}
+}
+
+func TestFormsJSONDiffersFromGo(t *testing.T) {
+	forms := Forms("tab\there\u2028\x01-more")
+	for k, w := range []string{`tab\there\u2028\u0001-more`, `tab\there\u2028\x01-more`} {
+		if !slices.Contains(forms, w) {
+			t.Errorf("missing expected form %d (JSON, then Go)", k)
+		}
+	}
+}
+
+func TestFormsAreLongEnoughAndUnique(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 200; i++ {
+		b := make([]byte, 8+rng.IntN(30))
+		for k := range b {
+			b[k] = byte(rng.IntN(256))
+			if rng.IntN(8) == 0 {
+				b[k] = '\n'
+			}
+		}
+		forms := Forms(string(b))
+		if len(forms) == 0 || forms[0] != string(b) {
+			t.Fatalf("the secret itself is not the first form")
+		}
+		seen := map[string]bool{}
+		for _, f := range forms {
+			if len(f) < MinSecretLen {
+				t.Fatalf("form of %d bytes", len(f))
+			}
+			if seen[f] {
+				t.Fatalf("duplicate form")
+			}
+			seen[f] = true
+		}
+	}
+	if f := Forms("short"); len(f) != 0 {
+		t.Fatalf("a short secret has %d forms", len(f))
+	}
+}
+
+func TestEncodedFormsAreRedacted(t *testing.T) {
+	r := mustNew(t, specialSecret)
+	needles := Forms(specialSecret)
+	for i, f := range needles {
+		in := []byte("before " + f + " after\n")
+		want := []byte("before " + Marker + " after\n")
+		checkSame(t, needles, fmt.Sprintf("form %d", i), []byte(r.String(string(in))), want)
+		for cut := 0; cut <= len(in); cut++ {
+			checkSame(t, needles, "form split", feedCuts(r, in, cut), want)
+		}
+	}
+}
+
+// TestBase64InsideLongerBlobs embeds the secret at every alignment inside
+// base64 blobs of other data: the characters the secret determines must go.
+func TestBase64InsideLongerBlobs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	secret := randomSecret(rng, 29)
+	r := mustNew(t, secret)
+	needles := Forms(secret)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+		for pre := 0; pre < 9; pre++ {
+			for post := 0; post < 4; post++ {
+				data := make([]byte, pre+len(secret)+post)
+				for i := range data {
+					data[i] = byte(rng.IntN(256))
+				}
+				copy(data[pre:], secret)
+				blob := enc.EncodeToString(data)
+				in := []byte("payload=" + blob + "\n")
+				out := []byte(r.String(string(in)))
+				checkNoLeak(t, needles, "blob", out)
+				if strings.Count(string(out), Marker) != 1 {
+					t.Fatalf("pre %d post %d: want one marker in %s", pre, post, masked(needles, out))
+				}
+				// At most the characters that straddle the secret's edges
+				// remain next to the marker.
+				if kept := len(out) - len(Marker) - len("payload=\n"); kept > len(blob)-len(secret)*4/3+4 {
+					t.Fatalf("pre %d post %d: %d blob characters kept", pre, post, kept)
+				}
+				checkSame(t, needles, "blob one-byte", oneByte(r, in), out)
+			}
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package redact
+
+import (
+	"bytes"
+	"testing"
+)
+
+var fuzzSecrets = []string{
+	"1212345678",
+	"aaaaaaab",
+	"hunter2hunter2",
+	"multi-line\nsecret-value\r\nend",
+	`q"uo\te&<x>/+ %`,
+}
+
+// fuzzPieces are what a byte of 0xE0 or more expands to (the next byte picks
+// which), so that the fuzzer reaches whole needles, their halves and the rule
+// triggers quickly.
+func fuzzPieces() []string {
+	var p []string
+	for _, n := range allNeedles(fuzzSecrets) {
+		p = append(p, n, n[:len(n)/2], n[len(n)/2:])
+	}
+	p = append(p,
+		"ghp_", ghTok, "eyJhbGciOi", ".", "-----BEGIN RSA PRIVATE KEY-----",
+		"-----END RSA PRIVATE KEY-----", "Authorization: Bearer ", "https://u:",
+		"@", "AKIA", "IOSFODNN7EXAMPLE", " ", "\n", "xoxb-", "sk-ant-",
+	)
+	return p
+}
+
+func expand(pieces []string, data []byte) []byte {
+	var in []byte
+	for i := 0; i < len(data); i++ {
+		if b := data[i]; b < 0xE0 || i+1 == len(data) {
+			in = append(in, b)
+		} else {
+			i++
+			in = append(in, pieces[int(data[i])%len(pieces)]...)
+		}
+	}
+	return in
+}
+
+// sizes turns fuzz bytes into write sizes, 0 (an empty write) to 22.
+func sizes(spec []byte, shift int) func() int {
+	i := 0
+	return func() int {
+		if len(spec) == 0 {
+			return 1 + shift
+		}
+		i++
+		return (int(spec[i%len(spec)]) + shift) % 23
+	}
+}
+
+// FuzzChunking checks the streaming invariant: whatever the write
+// boundaries, the output equals whole-input redaction, which equals the
+// byte-by-byte scan without skipping; no needle of a registered secret
+// survives; and without format rules the output equals the naive oracle.
+func FuzzChunking(f *testing.F) {
+	f.Add([]byte("xx1212\xe012345678yy"), []byte{4, 1, 0, 7})
+	f.Add([]byte("aaaaaaaaaaaab and \xe5\xe6 then \xf3\xf4\xf5\xf6 end"), []byte{1})
+	f.Add([]byte("\xf7\xf8 token \xfa\xfb.\xfa\xfb\xfa.abcd \xfc\xfd\nMII\n\xfe"), []byte{3, 9, 2})
+	f.Add([]byte("GET https://u:p@ss@h \xe2\xe3\xe4 hunter2hunt"), []byte{})
+	f.Add([]byte("multi-line secret-value\r\nend\tmulti-line\n"), []byte{11, 5})
+
+	pieces := fuzzPieces()
+	needles := allNeedles(fuzzSecrets)
+	r, err := New(fuzzSecrets)
+	if err != nil {
+		f.Fatal(err)
+	}
+	literal, err := newRedactor(fuzzSecrets, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	exact := *r
+	exact.exact = true
+	f.Fuzz(func(t *testing.T, data, chunks []byte) {
+		in := expand(pieces, data)
+		whole := []byte(r.String(string(in)))
+		checkNoLeak(t, needles, "whole", whole)
+		checkSame(t, needles, "chunked", feedSizes(r, in, sizes(chunks, 0)), whole)
+		checkSame(t, needles, "rechunked", feedSizes(r, in, sizes(chunks, 7)), whole)
+		checkSame(t, needles, "without skipping", []byte(exact.String(string(in))), whole)
+
+		want := oracle(needles, in)
+		got := []byte(literal.String(string(in)))
+		checkSame(t, needles, "literal vs oracle", got, want)
+		checkSame(t, needles, "literal chunked", feedSizes(literal, in, sizes(chunks, 3)), want)
+		if !bytes.Equal(got, whole) && !bytes.Contains(whole, []byte(Marker)) {
+			t.Fatalf("rules removed text without a marker")
+		}
+	})
+}

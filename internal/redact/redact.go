@@ -1,0 +1,65 @@
+package redact
+
+import "fmt"
+
+// Marker replaces every redacted span.
+const Marker = "[REDACTED]"
+
+// MinSecretLen is the shortest secret New accepts: a shorter literal would
+// shred ordinary text.
+const MinSecretLen = 8
+
+// Redactor is the compiled set of credentials. It is immutable, so one
+// Redactor may serve many streams concurrently.
+type Redactor struct {
+	ac    *automaton
+	rules bool
+	// exact disables the skip, so tests can check that skipping never
+	// changes the output.
+	exact bool
+}
+
+// New compiles the known credentials: every form of every secret, plus the
+// format rules. The list may be empty, leaving the format rules only. A
+// secret shorter than MinSecretLen is an error whose message names the
+// secret's index, never its value.
+func New(secrets []string) (*Redactor, error) {
+	return newRedactor(secrets, true)
+}
+
+// newRedactor lets tests switch the format rules off, so that the literal
+// matcher can be compared with a naive search.
+func newRedactor(secrets []string, rules bool) (*Redactor, error) {
+	seen := make(map[string]bool)
+	var pats []pattern
+	for i, s := range secrets {
+		if len(s) < MinSecretLen {
+			return nil, fmt.Errorf("redact: secret %d is shorter than %d bytes", i, MinSecretLen)
+		}
+		for _, f := range Forms(s) {
+			if !seen[f] {
+				seen[f] = true
+				pats = append(pats, pattern{text: f, needle: true, holding: true})
+			}
+		}
+	}
+	var words []string
+	if rules {
+		pats = append(pats, rulePatterns()...)
+		words = authVariants()
+	}
+	return &Redactor{ac: buildAutomaton(pats, words), rules: rules}, nil
+}
+
+// NewStream starts one redacted stream. A Stream is not safe for concurrent
+// use; use one per output.
+func (r *Redactor) NewStream() *Stream {
+	return &Stream{r: r}
+}
+
+// String redacts a whole string.
+func (r *Redactor) String(text string) string {
+	s := r.NewStream()
+	out := s.Redact(make([]byte, 0, len(text)), []byte(text))
+	return string(s.Flush(out))
+}

@@ -1,0 +1,479 @@
+package redact
+
+import (
+	"bytes"
+	"math/bits"
+)
+
+// holdLimit bounds how long a rule may hold a candidate that is not yet
+// known to be a credential (a JWT before its third segment, a URL password
+// before its '@'). A candidate that reaches it is treated as a credential:
+// redacted so far and suppressed until its characters end, so memory stays
+// bounded and nothing leaks.
+const holdLimit = 4096
+
+// pemMaxLabel bounds the label of a PEM BEGIN or END line.
+const pemMaxLabel = 64
+
+// Rule indexes. The token rules come first so that a rule index below
+// numTokenRules selects tokenRules.
+const (
+	ruleGitHub = iota
+	ruleGitHubPAT
+	ruleAWS
+	ruleSlack
+	ruleStripe
+	ruleOpenAI
+	ruleAnthropic
+	numTokenRules
+)
+
+const (
+	ruleJWT = numTokenRules + iota
+	rulePEM
+	ruleURL
+	numRules
+)
+
+// Rule phases. Only phHold holds bytes back; phSuppress redacts each byte
+// as it comes; phWatch follows text that is never redacted itself.
+const (
+	phIdle uint8 = iota
+	phHold
+	phSuppress
+	phWatch
+)
+
+// PEM sub-phases: the BEGIN line is held, the body is suppressed while the
+// END line is looked for.
+const (
+	pemLabel uint8 = iota
+	pemDashes
+	pemBody
+	pemEndLabel
+	pemEndDashes
+)
+
+// Authorization header phases.
+const (
+	authIdle uint8 = iota
+	authName
+	authColon
+	authScheme
+	authSpace
+	authCred
+)
+
+// tokenRule is a literal prefix followed by a run of class characters; the
+// prefix and run are a credential once the run reaches min, and the rest of
+// the run is suppressed however long it is.
+type tokenRule struct {
+	prefixes []string
+	class    *[256]bool
+	min      int32
+}
+
+func class(spec string) *[256]bool {
+	var c [256]bool
+	for i := 0; i < len(spec); i++ {
+		if i+2 < len(spec) && spec[i+1] == '-' {
+			for b := spec[i]; b <= spec[i+2]; b++ {
+				c[b] = true
+			}
+			i += 2
+			continue
+		}
+		c[spec[i]] = true
+	}
+	return &c
+}
+
+var (
+	classAlnum      = class("A-Za-z0-9")
+	classAlnumUnder = class("A-Za-z0-9_")
+	classUpperNum   = class("A-Z0-9")
+	classAlnumDash  = class("A-Za-z0-9-")
+	classB64URL     = class("A-Za-z0-9_-")
+	classJWT        = class("A-Za-z0-9_.-")
+	classPEMLabel   = class("A-Z0-9 ")
+	// RFC 3986 userinfo: unreserved, pct-encoded and sub-delims; the
+	// password may also contain ':'.
+	classURLUser = class("A-Za-z0-9-._~%!$&'()*+,;=")
+	classURLPass = class("A-Za-z0-9-._~%!$&'()*+,;=:")
+	classSpace   = class(" \t\n\r\v\f")
+)
+
+var tokenRules = [numTokenRules]tokenRule{
+	ruleGitHub:    {[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, classAlnum, 36},
+	ruleGitHubPAT: {[]string{"github_pat_"}, classAlnumUnder, 22},
+	ruleAWS:       {[]string{"AKIA", "ASIA", "ABIA", "ACCA"}, classUpperNum, 16},
+	ruleSlack:     {[]string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-"}, classAlnumDash, 10},
+	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16},
+	ruleOpenAI:    {[]string{"sk-proj-"}, classB64URL, 20},
+	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20},
+}
+
+// rulePatterns returns the literal triggers of every rule.
+func rulePatterns() []pattern {
+	var pats []pattern
+	add := func(rule int, text string, holding bool) {
+		pats = append(pats, pattern{text: text, holding: holding, trig: trigger{uint8(rule), uint8(len(text))}})
+	}
+	for i, tr := range tokenRules {
+		for _, p := range tr.prefixes {
+			add(i, p, true)
+		}
+	}
+	add(ruleJWT, "eyJ", true)
+	add(rulePEM, "-----BEGIN ", true)
+	add(ruleURL, "://", false)
+	return pats
+}
+
+// authVariants returns the Authorization header name in every case
+// variant of the bytes the skip looks at: its first three and the two
+// digrams of its window (there are 2^13 variants of the whole word).
+func authVariants() []string {
+	w := ruleWindow(authWord)
+	pos := []int{0, 1, 2, w, w + 1, w + 2}
+	var out []string
+	for m := 0; m < 1<<len(pos); m++ {
+		v := []byte(authWord)
+		for k, p := range pos {
+			if m&(1<<k) != 0 {
+				v[p] = v[p] - 'a' + 'A'
+			}
+		}
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// kmp builds a matcher for one literal; with fold, ASCII letters match in
+// either case (the literal must be lower case).
+func kmp(pat string, fold bool) [][256]uint8 {
+	m := len(pat)
+	dfa := make([][256]uint8, m+1)
+	x := 0
+	for j := 0; j <= m; j++ {
+		if j > 0 {
+			dfa[j] = dfa[x]
+		}
+		if j < m {
+			dfa[j][pat[j]] = uint8(j + 1)
+			if fold && pat[j] >= 'a' && pat[j] <= 'z' {
+				dfa[j][pat[j]-'a'+'A'] = uint8(j + 1)
+			}
+			if j > 0 {
+				x = int(dfa[x][pat[j]])
+			}
+		}
+	}
+	return dfa
+}
+
+const (
+	authWord = "authorization"
+	pemEnd   = "-----END "
+)
+
+var (
+	authDFA   = (*[len(authWord) + 1][256]uint8)(kmp(authWord, true))
+	pemEndDFA = (*[len(pemEnd) + 1][256]uint8)(kmp(pemEnd, false))
+)
+
+func lower(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+func isLetter(b byte) bool {
+	b = lower(b)
+	return b >= 'a' && b <= 'z'
+}
+
+func privateLabel(l []byte) bool {
+	return bytes.HasSuffix(l, []byte("PRIVATE KEY")) || bytes.HasSuffix(l, []byte("PRIVATE KEY BLOCK"))
+}
+
+// ruleState is the progress of one rule's current candidate.
+type ruleState struct {
+	start int64 // first byte of the candidate (held while phHold)
+	n     int32 // length of the run (or of the current JWT segment)
+	seg   int8  // JWT segment, 1 to 3
+	phase uint8
+}
+
+type pemState struct {
+	sub      uint8
+	dashes   uint8
+	endK     uint8
+	labelLen uint8
+	endLen   uint8
+	label    [pemMaxLabel]byte
+	end      [pemMaxLabel]byte
+}
+
+type authState struct {
+	k         uint8 // progress of authDFA over the header name
+	phase     uint8
+	quote     bool
+	schemeLen uint8
+	scheme    [6]byte
+}
+
+// start begins a rule's candidate at the given position unless one is
+// already running: a trigger inside a running candidate can only find a
+// suffix of it, which the running one covers.
+func (s *Stream) start(t trigger, at int64) {
+	bit := uint32(1) << t.rule
+	if s.active&bit != 0 {
+		return
+	}
+	s.active |= bit
+	rs := &s.rs[t.rule]
+	rs.start = at
+	rs.n = 0
+	rs.seg = 0
+	rs.phase = phHold
+	switch t.rule {
+	case ruleJWT:
+		rs.seg = 1
+		rs.n = int32(t.length)
+	case rulePEM:
+		s.pem.sub = pemLabel
+		s.pem.labelLen = 0
+	case ruleURL:
+		rs.phase = phWatch
+	}
+}
+
+func (s *Stream) stop(rule int) {
+	s.active &^= 1 << rule
+	s.rs[rule].phase = phIdle
+}
+
+// confirm turns a held candidate into a credential ending at end.
+func (s *Stream) confirm(rule int, end int64) {
+	rs := &s.rs[rule]
+	rs.phase = phSuppress
+	s.addInterval(rs.start, end)
+}
+
+// advance feeds byte b, at position j, to every running rule. It runs before
+// the automaton reports the triggers ending at b, so a trigger whose last
+// byte ends a candidate starts a fresh one.
+func (s *Stream) advance(b byte, j int64) {
+	for m := s.active; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		rs := &s.rs[i]
+		switch {
+		case i < numTokenRules:
+			tr := &tokenRules[i]
+			switch {
+			case !tr.class[b]:
+				s.stop(i)
+			case rs.phase == phSuppress:
+				s.addInterval(j, j+1)
+			default:
+				rs.n++
+				if rs.n >= tr.min {
+					s.confirm(i, j+1)
+				}
+			}
+		case i == ruleJWT:
+			s.advanceJWT(rs, b, j)
+		case i == rulePEM:
+			s.advancePEM(rs, b, j)
+		case i == ruleURL:
+			s.advanceURL(rs, b, j)
+		}
+	}
+}
+
+func (s *Stream) advanceJWT(rs *ruleState, b byte, j int64) {
+	if rs.phase == phSuppress {
+		if classJWT[b] {
+			s.addInterval(j, j+1)
+		} else {
+			s.stop(ruleJWT)
+		}
+		return
+	}
+	switch {
+	case classB64URL[b]:
+		rs.n++
+		if rs.seg == 3 && rs.n >= 4 {
+			s.confirm(ruleJWT, j+1)
+			return
+		}
+	case b == '.' && rs.n >= 4 && rs.seg < 3:
+		rs.seg++
+		rs.n = 0
+	default:
+		s.stop(ruleJWT)
+		return
+	}
+	if j+1-rs.start >= holdLimit {
+		s.confirm(ruleJWT, j+1)
+	}
+}
+
+func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
+	p := &s.pem
+	if rs.phase == phHold {
+		switch p.sub {
+		case pemLabel:
+			switch {
+			case classPEMLabel[b] && p.labelLen < pemMaxLabel:
+				p.label[p.labelLen] = b
+				p.labelLen++
+			case b == '-' && privateLabel(p.label[:p.labelLen]):
+				p.sub = pemDashes
+				p.dashes = 1
+			default:
+				s.stop(rulePEM)
+			}
+		case pemDashes:
+			if b != '-' {
+				s.stop(rulePEM)
+				return
+			}
+			p.dashes++
+			if p.dashes == 5 {
+				s.confirm(rulePEM, j+1)
+				p.sub = pemBody
+				p.endK = 0
+			}
+		}
+		return
+	}
+	// The body and the END line are redacted byte by byte, never buffered,
+	// so a block without END costs nothing but its marker.
+	s.addInterval(j, j+1)
+	switch p.sub {
+	case pemBody:
+		p.endK = pemEndDFA[p.endK][b]
+		if int(p.endK) == len(pemEnd) {
+			p.sub = pemEndLabel
+			p.endLen = 0
+			p.endK = 0
+		}
+	case pemEndLabel:
+		switch {
+		case classPEMLabel[b] && p.endLen < pemMaxLabel:
+			p.end[p.endLen] = b
+			p.endLen++
+		case b == '-' && bytes.Equal(p.end[:p.endLen], p.label[:p.labelLen]):
+			p.sub = pemEndDashes
+			p.dashes = 1
+		default:
+			p.sub = pemBody
+			p.endK = pemEndDFA[0][b]
+		}
+	case pemEndDashes:
+		if b != '-' {
+			p.sub = pemBody
+			p.endK = pemEndDFA[0][b]
+			return
+		}
+		p.dashes++
+		if p.dashes == 5 {
+			s.stop(rulePEM)
+		}
+	}
+}
+
+func (s *Stream) advanceURL(rs *ruleState, b byte, j int64) {
+	switch rs.phase {
+	case phWatch:
+		switch {
+		case classURLUser[b]:
+		case b == ':':
+			rs.phase = phHold
+			rs.start = j + 1
+		default:
+			s.stop(ruleURL)
+		}
+	case phHold:
+		switch {
+		case classURLPass[b]:
+			if j+1-rs.start >= holdLimit {
+				s.confirm(ruleURL, j+1)
+			}
+		case b == '@':
+			s.addInterval(rs.start, j)
+			s.stop(ruleURL)
+		default:
+			s.stop(ruleURL)
+		}
+	case phSuppress:
+		if classURLPass[b] {
+			s.addInterval(j, j+1)
+		} else {
+			s.stop(ruleURL)
+		}
+	}
+}
+
+// authPhase feeds byte b to the Authorization header matcher once the
+// header name has been seen (the scan matches the name itself). The header
+// name and scheme are never redacted, so nothing here holds bytes back;
+// only the credential after the scheme is redacted, as it comes.
+func (s *Stream) authPhase(b byte, j int64) {
+	a := &s.auth
+	switch a.phase {
+	case authName:
+		switch {
+		case b == ' ' || b == '\t':
+		case (b == '"' || b == '\'') && !a.quote:
+			a.quote = true
+		case b == ':':
+			a.phase = authColon
+		default:
+			a.phase = authIdle
+		}
+	case authColon:
+		switch {
+		case b == ' ' || b == '\t' || b == '"' || b == '\'':
+		case isLetter(b):
+			a.phase = authScheme
+			a.scheme[0] = lower(b)
+			a.schemeLen = 1
+		default:
+			a.phase = authIdle
+		}
+	case authScheme:
+		switch {
+		case isLetter(b) && int(a.schemeLen) < len(a.scheme):
+			a.scheme[a.schemeLen] = lower(b)
+			a.schemeLen++
+		case b == ' ' || b == '\t':
+			switch string(a.scheme[:a.schemeLen]) {
+			case "bearer", "basic", "token":
+				a.phase = authSpace
+			default:
+				a.phase = authIdle
+			}
+		default:
+			a.phase = authIdle
+		}
+	case authSpace:
+		switch {
+		case b == ' ' || b == '\t':
+		case classSpace[b]:
+			a.phase = authIdle
+		default:
+			a.phase = authCred
+			s.addInterval(j, j+1)
+		}
+	case authCred:
+		if classSpace[b] {
+			a.phase = authIdle
+		} else {
+			s.addInterval(j, j+1)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+const ghTok = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ" // 36 alphanumerics
+
+// ruleCases lists inputs with their redacted form; each is also checked
+// split at every offset and written one byte at a time.
+var ruleCases = []struct{ name, in, want string }{
+	{"github classic", "t=ghp_" + ghTok + " ok", "t=" + Marker + " ok"},
+	{"github oauth", "gho_" + ghTok + "XYZ\n", Marker + "\n"},
+	{"github all prefixes", "ghu_" + ghTok + ",ghs_" + ghTok + ",ghr_" + ghTok + ".", Marker + "," + Marker + "," + Marker + "."},
+	{"github too short", "ghp_short ok", "ghp_short ok"},
+	{"github 35 chars", "ghp_" + ghTok[:35] + " ok", "ghp_" + ghTok[:35] + " ok"},
+	{"github pat", "github_pat_11ABCDEFG0123456789_abcdefghijkl rest", Marker + " rest"},
+	{"github pat short", "github_pat_abc rest", "github_pat_abc rest"},
+	{"aws", "id=AKIAIOSFODNN7EXAMPLE;", "id=" + Marker + ";"},
+	{"aws asia", "ASIAY34FZKBOKMUTVV7A\n", Marker + "\n"},
+	{"aws short", "AKIAIOSFODNN7EXAM;", "AKIAIOSFODNN7EXAM;"},
+	{"aws lower case", "AKIAiosfodnn7example;", "AKIAiosfodnn7example;"},
+	{"slack", "xoxb-123456789012-abcdefABCDEF ok", Marker + " ok"},
+	{"slack app", "xapp-1-A0123456789-abc ok", Marker + " ok"},
+	{"slack short", "xoxb-12345 ok", "xoxb-12345 ok"},
+	{"stripe", "sk_live_4eC39HqLyjWDarjtT1zdp7dc.", Marker + "."},
+	{"stripe test", "rk_test_abcdefghijklmnop", Marker},
+	{"stripe short", "sk_live_abc ok", "sk_live_abc ok"},
+	{"openai", "OPENAI=sk-proj-abcdefghij_KLMNOPQRST-uv\n", "OPENAI=" + Marker + "\n"},
+	{"anthropic", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz ok", Marker + " ok"},
+	{"anthropic short", "sk-ant-abc ok", "sk-ant-abc ok"},
+	{"jwt", "jwt=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U rest", "jwt=" + Marker + " rest"},
+	{"jwt short segment", "eyJhbGciOi.eyJ.abcdef rest", "eyJhbGciOi.eyJ.abcdef rest"},
+	{"jwt two segments", "eyJhbGciOi.eyJzdWIi rest", "eyJhbGciOi.eyJzdWIi rest"},
+	{"jwt signature too short", "eyJhbGciOi.eyJzdWIi.abc rest", "eyJhbGciOi.eyJzdWIi.abc rest"},
+	{"pem", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nnext line", "key:\n" + Marker + "\nnext line"},
+	{"pem openssh", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----", Marker},
+	{"pem plain", "--------BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n", "---" + Marker + "\n"},
+	{"pem encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nabc\n-----END ENCRYPTED PRIVATE KEY-----x", Marker + "x"},
+	{"pem wrong end label", "-----BEGIN EC PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\nstill secret", Marker},
+	{"pem without end", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nmore\n" + strings.Repeat("QUJD", 5000), Marker},
+	{"pem certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
+	{"pem public", "-----BEGIN PUBLIC KEY-----\n", "-----BEGIN PUBLIC KEY-----\n"},
+	{"bearer", "Authorization: Bearer abc.def-ghi\nnext", "Authorization: Bearer " + Marker + "\nnext"},
+	{"basic lower case", "authorization: basic dXNlcjpwYXNz end", "authorization: basic " + Marker + " end"},
+	{"token mixed case", "AUTHORIZATION:TOKEN x", "AUTHORIZATION:TOKEN " + Marker},
+	{"header in json", `{"Authorization": "Bearer abc123"}`, `{"Authorization": "Bearer ` + Marker}, // the credential runs to the next space
+	{"unknown scheme", "Authorization: Digest abc", "Authorization: Digest abc"},
+	{"proxy header", "Proxy-Authorization: Basic Zm9vOmJhcg==\n", "Proxy-Authorization: Basic " + Marker + "\n"},
+	{"no credential", "Authorization: Bearer\nx", "Authorization: Bearer\nx"},
+	{"url password", "GET https://bob:s3cret@example.com/x", "GET https://bob:" + Marker + "@example.com/x"},
+	{"url empty user", "redis://:hunter2@cache:6379/0", "redis://:" + Marker + "@cache:6379/0"},
+	{"url no password", "https://bob@example.com/ https://example.com:8443/x", "https://bob@example.com/ https://example.com:8443/x"},
+	{"url empty password", "ftp://bob:@host", "ftp://bob:@host"},
+	{"url port only", "listening on http://localhost:8080\n", "listening on http://localhost:8080\n"},
+	{"url password with colon", "amqp://u:p:w@h", "amqp://u:" + Marker + "@h"},
+	{"two rules touching", "ghp_" + ghTok + "AKIAIOSFODNN7EXAMPLE", Marker},
+	{"token inside url password", "https://u:ghp_" + ghTok + "@h/", "https://u:" + Marker + "@h/"},
+	{"jwt in bearer", "Authorization: Bearer eyJhbGciOi.eyJzdWIi.abcdEFGH\n", "Authorization: Bearer " + Marker + "\n"},
+}
+
+func TestFormatRules(t *testing.T) {
+	r := mustNew(t)
+	for _, c := range ruleCases {
+		in := []byte(c.in)
+		got := r.String(c.in)
+		if got != c.want {
+			t.Errorf("%s: got %q want %q", c.name, got, c.want)
+			continue
+		}
+		step := 1
+		if len(in) > 256 {
+			step = len(in) / 40 // keep the long inputs cheap
+		}
+		for cut := 0; cut <= len(in); cut += step {
+			if out := string(feedCuts(r, in, cut)); out != c.want {
+				t.Fatalf("%s: split at %d: got %q", c.name, cut, out)
+			}
+		}
+		if out := string(oneByte(r, in)); out != c.want {
+			t.Fatalf("%s: one-byte writes: got %q", c.name, out)
+		}
+	}
+}
+
+func TestFormatRulesWithSecrets(t *testing.T) {
+	// Registered secrets must not change what the rules find.
+	r := mustNew(t, "unrelated-secret-1", "ghp_notreallyatoken")
+	for _, c := range ruleCases {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("%s: got %q want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTokenSplitAfterPrefix writes each token's prefix on its own, and
+// cuts each token off at the end of the stream.
+func TestTokenSplitAfterPrefix(t *testing.T) {
+	r := mustNew(t)
+	tokens := []struct{ prefix, rest string }{
+		{"ghp_", ghTok},
+		{"github_pat_", "11ABCDEFG0123456789_abcdefghijkl"},
+		{"AKIA", "IOSFODNN7EXAMPLE"},
+		{"xoxp-", "1234567890-abc"},
+		{"sk_test_", "4eC39HqLyjWDarjt"},
+		{"sk-proj-", "abcdefghij_KLMNOPQRST"},
+		{"sk-ant-", "api03-abcdefghijklmnop"},
+		{"eyJ", "hbGciOi.eyJzdWIi.abcdEFGH"},
+		{"-----BEGIN ", "RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----"},
+	}
+	for _, tok := range tokens {
+		s := r.NewStream()
+		out := s.Redact(nil, []byte("x "+tok.prefix))
+		if string(out) != "x " {
+			t.Fatalf("%s: released %q before the token was decided", tok.prefix, out)
+		}
+		out = s.Redact(out, []byte(tok.rest+" y"))
+		if got := string(s.Flush(out)); got != "x "+Marker+" y" {
+			t.Fatalf("%s: split after prefix: got %q", tok.prefix, got)
+		}
+		// Cut off at the end of the stream, complete or not.
+		if got := r.String("x " + tok.prefix + tok.rest); got != "x "+Marker {
+			t.Fatalf("%s: complete at EOF: got %q", tok.prefix, got)
+		}
+		if got := r.String("x " + tok.prefix + tok.rest[:len(tok.rest)/2]); got != "x "+Marker {
+			t.Fatalf("%s: partial at EOF: got %q", tok.prefix, got)
+		}
+	}
+}
+
+func TestPEMWithoutEndIsNotBuffered(t *testing.T) {
+	r := mustNew(t)
+	s := r.NewStream()
+	out := s.Redact(nil, []byte("start\n-----BEGIN PRIVATE KEY-----\n"))
+	line := []byte(strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", 2) + "\n")
+	for i := 0; i < 10000; i++ {
+		out = s.Redact(out, line)
+		if s.Held() > 16 {
+			t.Fatalf("%d bytes held inside a PEM body", s.Held())
+		}
+	}
+	if got := string(s.Flush(out)); got != "start\n"+Marker {
+		t.Fatalf("got %q", got)
+	}
+}
