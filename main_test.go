@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"owner":        cmdOwner,
 			"running":      cmdRunning,
 			"reassemble":   cmdReassemble,
+			"nosecret":     cmdNoSecret,
 		},
 	})
 }
@@ -412,5 +413,38 @@ func cmdReassemble(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got.String() != want {
 		ts.Fatalf("reassemble: %d bytes differ from the %d of %s", got.Len(), len(want), args[1])
+	}
+}
+
+// nosecret TEXT... asserts that no file under the state directory, and no
+// command line or environment of a live guardian, holds any TEXT.
+func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: nosecret TEXT...")
+	}
+	root := ts.Getenv("PROCMON_STATE_DIR")
+	check := func(where string, data []byte) {
+		for _, secret := range args {
+			if strings.Contains(string(data), secret) {
+				ts.Fatalf("nosecret: %s holds a secret (%d bytes long)", where, len(secret))
+			}
+		}
+	}
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			data, _ := os.ReadFile(path)
+			check(path, data)
+		}
+		return nil
+	})
+	d := &state.Dir{Path: root}
+	ids, _ := d.MonitorIDs()
+	for _, id := range ids {
+		if m, err := d.LoadMonitor(id); err == nil && proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
+			for _, f := range []string{"cmdline", "environ"} {
+				data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/%s", m.GuardianPID, f))
+				check(fmt.Sprintf("guardian %d %s", m.GuardianPID, f), data)
+			}
+		}
 	}
 }

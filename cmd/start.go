@@ -12,6 +12,7 @@ import (
 
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
+	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -104,8 +105,8 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		return nil, err
 	}
 	for i, s := range req.Secrets {
-		if len(s) < minSecretLen {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, minSecretLen).With("field", "secrets")
+		if len(s) < redact.MinSecretLen {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
 		}
 	}
 	cwd, err := resolveCwd(env, req.Cwd)
@@ -272,14 +273,11 @@ func collectSecrets(childEnv []string, req startRequest, settingsNames []string)
 		if v == "" {
 			continue
 		}
-		if len(v) < minSecretLen {
-			warnings = append(warnings, fmt.Sprintf("env %s looks secret but its value is shorter than %d bytes, so it is not redacted", k, minSecretLen))
+		if len(v) < redact.MinSecretLen {
+			warnings = append(warnings, fmt.Sprintf("env %s looks secret but its value is shorter than %d bytes, so it is not redacted", k, redact.MinSecretLen))
 			continue
 		}
 		secrets = append(secrets, v)
 	}
 	return secrets, warnings
 }
-
-// minSecretLen is the shortest secret the redactor accepts.
-const minSecretLen = 8

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/protocol"
+	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -161,8 +162,14 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g.redactText = func(s string) string { return s }
-	g.out, err = newOutputCopier(g.mdir, spec, passThrough{})
+	// The redactor sits between the pipe and the log: a raw secret never
+	// reaches the disk, and the secrets live only in this process.
+	redactor, err := redact.New(spec.Secrets)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", err).With("field", "secrets")
+	}
+	g.redactText = redactor.String
+	g.out, err = newOutputCopier(g.mdir, spec, redactor.NewStream())
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +193,8 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 	g.rec = &state.Monitor{
 		MonitorID:            spec.MonitorID,
 		RunID:                spec.RunID,
-		Name:                 spec.Name,
-		Argv:                 spec.Argv,
+		Name:                 g.redactText(spec.Name),
+		Argv:                 redactAll(g.redactText, spec.Argv),
 		Cwd:                  spec.Cwd,
 		CommandOrdinal:       spec.CommandOrdinal,
 		BootID:               state.BootID(),
@@ -414,4 +421,14 @@ func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
+}
+
+// redactAll redacts each argument: a credential passed on a command line
+// is no more storable than one printed.
+func redactAll(redact func(string) string, args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redact(a)
+	}
+	return out
 }

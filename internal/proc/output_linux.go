@@ -153,9 +153,3 @@ func (o *outputCopier) abandon() {
 	}
 	o.log.Close()
 }
-
-// passThrough stores output as captured.
-type passThrough struct{}
-
-func (passThrough) Redact(dst, p []byte) []byte { return append(dst, p...) }
-func (passThrough) Flush(dst []byte) []byte     { return dst }
