@@ -66,6 +66,7 @@ func TestScripts(t *testing.T) {
 			"running":      cmdRunning,
 			"reassemble":   cmdReassemble,
 			"nosecret":     cmdNoSecret,
+			"sigchild":     cmdSigChild,
 		},
 	})
 }
@@ -447,4 +448,21 @@ func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}
+}
+
+// sigchild ID SIGNAL sends SIGSTOP, SIGCONT or SIGTERM to a monitor's own
+// child, checked against its recorded start time.
+func cmdSigChild(ts *testscript.TestScript, neg bool, args []string) {
+	sig := map[string]unix.Signal{"SIGSTOP": unix.SIGSTOP, "SIGCONT": unix.SIGCONT, "SIGTERM": unix.SIGTERM}
+	if neg || len(args) != 2 || sig[args[1]] == 0 {
+		ts.Fatalf("usage: sigchild MONITOR_ID SIGSTOP|SIGCONT|SIGTERM")
+	}
+	m, err := stateDir(ts).LoadMonitor(args[0])
+	if err != nil {
+		ts.Fatalf("sigchild: %v", err)
+	}
+	if !proc.Matches(m.PID, m.ChildStartTicks) {
+		ts.Fatalf("sigchild: child %d is not running", m.PID)
+	}
+	ts.Check(unix.Kill(m.PID, sig[args[1]]))
 }

@@ -52,8 +52,6 @@ func Launch(spec Spec) (*state.Monitor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start guardian: %w", err)
 	}
-	// The guardian outlives this process; it is never waited for here.
-	_ = p.Release()
 	specR.Close()
 	handW.Close()
 
@@ -67,17 +65,21 @@ func Launch(spec Spec) (*state.Monitor, error) {
 		return nil, fmt.Errorf("read guardian handoff: %w", err)
 	}
 	var h handoff
-	if len(data) == 0 {
-		return nil, protocol.Errorf(protocol.CodeInternal, "guardian exited before the running handoff; see %s/guardian.log", state.MonitorPath(spec.StateDir, spec.MonitorID))
-	}
-	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("decode guardian handoff: %w", err)
-	}
-	if h.Error != nil {
-		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &h); err != nil {
+			h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "decode guardian handoff: " + err.Error()}
+		}
 	}
 	if h.Monitor == nil {
-		return nil, protocol.Errorf(protocol.CodeInternal, "guardian handoff carried no record")
+		// No running handoff: the guardian is exiting. Wait for it, so a
+		// failed start provably leaves no guardian behind.
+		p.Wait()
+		if h.Error == nil {
+			return nil, protocol.Errorf(protocol.CodeInternal, "guardian exited before the running handoff; see %s/guardian.log", state.MonitorPath(spec.StateDir, spec.MonitorID))
+		}
+		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
 	}
+	// The guardian outlives this process; it is never waited for.
+	p.Release()
 	return h.Monitor, nil
 }
