@@ -43,7 +43,7 @@ func Launch(spec Spec) (*state.Monitor, error) {
 	defer devnull.Close()
 
 	p, err := os.StartProcess(exe, []string{"procmon", GuardianArg, spec.MonitorID}, &os.ProcAttr{
-		Dir:   "/",
+		Dir: "/",
 		// One P is plenty for a guardian and keeps its memory small.
 		Env:   []string{"GOMAXPROCS=1"},
 		Files: []*os.File{specR, handW, devnull},
