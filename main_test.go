@@ -67,6 +67,8 @@ func TestScripts(t *testing.T) {
 			"reassemble":   cmdReassemble,
 			"nosecret":     cmdNoSecret,
 			"sigchild":     cmdSigChild,
+			"heartbeats":   cmdHeartbeats,
+			"markended":    cmdMarkEnded,
 		},
 	})
 }
@@ -465,4 +467,48 @@ func cmdSigChild(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("sigchild: child %d is not running", m.PID)
 	}
 	ts.Check(unix.Kill(m.PID, sig[args[1]]))
+}
+
+// heartbeats ID N waits until the monitor's heartbeat_seq reaches N, and
+// checks that each renewal moved the ownership window forward.
+func cmdHeartbeats(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: heartbeats MONITOR_ID N")
+	}
+	want, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil {
+		ts.Fatalf("heartbeats: %q is not a number", args[1])
+	}
+	d := stateDir(ts)
+	first, err := d.LoadMonitor(args[0])
+	if err != nil {
+		ts.Fatalf("heartbeats: %v", err)
+	}
+	var seq int64
+	awaitEvent(ts, d.MonitorDir(args[0]), func() string { return fmt.Sprintf("heartbeat %d (at %d)", want, seq) }, func() bool {
+		m, err := d.LoadMonitor(args[0])
+		if err != nil {
+			ts.Fatalf("heartbeats: %v", err)
+		}
+		seq = m.HeartbeatSeq
+		if seq > first.HeartbeatSeq && m.OwnershipExpiresAtMs <= first.OwnershipExpiresAtMs {
+			ts.Fatalf("heartbeats: seq %d did not extend the ownership window", seq)
+		}
+		return seq >= want
+	})
+}
+
+// markended RUN_ID records a run as ended without draining anything, as
+// when "procmon run end" is killed before it reaches the guardians: each
+// guardian must notice at its next heartbeat.
+func cmdMarkEnded(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: markended RUN_ID")
+	}
+	now := time.Now().UnixMilli()
+	_, err := stateDir(ts).UpdateRun(args[0], func(r *state.Run) error {
+		r.EndedAtMs, r.EndReason = &now, "run_ended"
+		return nil
+	})
+	ts.Check(err)
 }
