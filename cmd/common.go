@@ -102,7 +102,7 @@ func admitMonitor(env *Env, dir *state.Dir, m *state.Monitor, tool string) error
 // left waiting on stdin.
 func readRequest(env *Env, c *cobra.Command, v any) error {
 	if env.StdinIsTerminal {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "no request: give arguments and flags (see procmon %s --help) or pipe {\"request\": {...}} on stdin", c.Name())
+		return protocol.Errorf(protocol.CodeInvalidRequest, "no request: give arguments and flags (see %s --help) or pipe {\"request\": {...}} on stdin", c.CommandPath())
 	}
 	return protocol.ReadRequest(env.Stdin, v)
 }

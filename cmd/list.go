@@ -81,7 +81,7 @@ func runList(env *Env, g *globals, opts listOptions) error {
 			continue
 		}
 		v := viewOf(o)
-		resp.Monitors = append(resp.Monitors, listRow{monitorView: &v})
+		resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, monitorView: &v})
 	}
 	if opts.format == "table" || (opts.format == "" && env.StdoutIsTerminal) {
 		return writeTable(env, resp)

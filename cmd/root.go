@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +59,10 @@ func Main() int {
 	return Run(os.Args[1:], defaultEnv())
 }
 
+// Version is procmon's version, set at build time with
+// -ldflags "-X procmon/cmd.Version=...".
+var Version = "0.1.0-dev"
+
 // globals are the flags every command shares.
 type globals struct {
 	pretty bool
@@ -79,7 +84,8 @@ func Run(args []string, env *Env) int {
 	var pe *protocol.Error
 	if !errors.As(err, &pe) {
 		// Anything cobra itself refused is a usage error.
-		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%v (see procmon --help)", err)
+		msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n\nDid you mean this?\n\t", "; did you mean: ")
+		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see procmon --help)", strings.ReplaceAll(msg, "\n\t", ", "))
 	}
 	if interrupted(pe) {
 		pe.Code = protocol.CodeWaitInterrupted
@@ -103,14 +109,16 @@ and stops them with a receipt that proves nothing was left behind.
 Every command reads one JSON object {"request": {...}} on stdin and writes
 one JSON object on stdout; flags and arguments build the same request by
 hand. Start with: procmon configure --enable`,
+		Version:           Version,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
 	}
 	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response")
 	root.PersistentFlags().StringVar(&g.run, "run", "", "run id to act in (default $PROCMON_RUN, else \"default\")")
+	root.RegisterFlagCompletionFunc("run", completeRunIDs(env))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "%v (see procmon %s --help)", err, c.Name())
+		return protocol.Errorf(protocol.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())
 	})
 	root.AddCommand(
 		newConfigureCmd(env, g),

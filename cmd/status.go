@@ -9,7 +9,7 @@ import (
 )
 
 type statusRequest struct {
-	MonitorID string `json:"monitor_id,omitempty"`
+	MonitorID *string `json:"monitor_id,omitempty"`
 }
 
 func newStatusCmd(env *Env, g *globals) *cobra.Command {
@@ -26,17 +26,17 @@ with a verified receipt. Without an id, lists the run's monitors.`,
 			var req statusRequest
 			switch {
 			case len(args) == 1:
-				req.MonitorID = args[0]
+				req.MonitorID = &args[0]
 			case all || env.StdinIsTerminal:
 			default:
 				if err := readRequest(env, c, &req); err != nil {
 					return err
 				}
 			}
-			if req.MonitorID == "" {
+			if req.MonitorID == nil {
 				return runList(env, g, listOptions{allRuns: all})
 			}
-			v, err := runStatus(env, req.MonitorID)
+			v, err := runStatus(env, *req.MonitorID)
 			if err != nil {
 				return err
 			}

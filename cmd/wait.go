@@ -1,0 +1,282 @@
+//go:build linux
+
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+	"procmon/internal/wait"
+)
+
+type waitRequest struct {
+	MonitorID      string          `json:"monitor_id"`
+	Condition      json.RawMessage `json:"condition"`
+	TimeoutSeconds *int64          `json:"timeout_seconds,omitempty"`
+}
+
+// waitResponse is the evidence of one wait; every outcome is a response.
+type waitResponse struct {
+	MonitorID string         `json:"monitor_id"`
+	Condition wait.Condition `json:"condition"`
+	wait.Evidence
+}
+
+// maxWaitSeconds keeps a timeout within what a time.Duration can hold.
+const maxWaitSeconds = 1 << 32
+
+func newWaitCmd(env *Env, g *globals) *cobra.Command {
+	var output, file, digest string
+	var exit bool
+	var timeout int64
+	c := &cobra.Command{
+		Use:   "wait MONITOR_ID (--output TEXT | --exit | --file PATH [--sha256 HEX]) [--timeout SECONDS]",
+		Short: "Block until a service shows output, exits, or writes a file",
+		Long: `Block once until there is evidence about a service, then print it.
+
+  procmon wait m_... --output "Listening on 8000" --timeout 60
+  procmon wait m_... --exit
+  procmon wait m_... --file build/ready.json --sha256 HEX --timeout 120
+  echo '{"request":{"monitor_id":"m_...","condition":{"kind":"output","text":"Serving HTTP"},"timeout_seconds":30}}' | procmon wait
+
+The outcome is satisfied; timeout (the service keeps running); process_ended
+(the service ended first: its exit code or signal and the last lines of its
+output are in the observation); or unavailable (its custody is unverified:
+see procmon status). Each outcome exits 0.
+
+--output matches a literal in the redacted output that procmon logs shows,
+from its very start, so a line printed before the wait began counts.
+--exit holds once the service has ended with a verified receipt, whatever
+its exit code. --file needs a regular file at a clean path relative to the
+service's working directory, read whole while it did not change; symlinks,
+hardlinks, "..", absolute paths, the state directory and private paths
+(.git, .ssh, .env) are refused. URLs, ports and pids are not wait targets:
+wait for the line the service prints when it listens.
+
+Without --timeout the wait has no end of its own. Ctrl-C (or SIGTERM) ends
+it with the error wait_interrupted and exit status 130; the service keeps
+running.`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeMonitorIDs(env),
+		RunE: func(c *cobra.Command, args []string) error {
+			// Installed first, so an interrupt at any point is answered
+			// with the typed error rather than the default death.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			var id string
+			var cond wait.Condition
+			var timeoutSeconds *int64
+			if len(args) == 1 || waitFlagsUsed(c) {
+				if len(args) == 1 {
+					id = args[0]
+				}
+				var err error
+				if cond, err = conditionFromFlags(c, output, exit, file, digest); err != nil {
+					return err
+				}
+				if c.Flags().Changed("timeout") {
+					timeoutSeconds = &timeout
+				}
+			} else {
+				var req waitRequest
+				if err := readRequest(env, c, &req); err != nil {
+					return err
+				}
+				if len(req.Condition) == 0 {
+					return protocol.Errorf(protocol.CodeInvalidRequest, `field "condition" is required: {"kind": "output", "text": ...}, {"kind": "exit"} or {"kind": "file", "path": ...}`).With("field", "condition")
+				}
+				var err error
+				if cond, err = wait.ParseCondition(req.Condition); err != nil {
+					return err
+				}
+				id, timeoutSeconds = req.MonitorID, req.TimeoutSeconds
+			}
+			resp, err := runWait(ctx, env, id, cond, timeoutSeconds)
+			if err != nil {
+				return err
+			}
+			return respond(env, g, resp)
+		},
+	}
+	c.Flags().StringVar(&output, "output", "", "wait for this literal in the redacted output")
+	c.Flags().BoolVar(&exit, "exit", false, "wait until the service has ended with a verified receipt")
+	c.Flags().StringVar(&file, "file", "", "wait for a regular file at this path relative to the service's working directory")
+	c.Flags().StringVar(&digest, "sha256", "", "with --file: only a file with this digest (64 lowercase hex digits) counts")
+	c.Flags().Int64Var(&timeout, "timeout", 0, "give up after this many seconds with outcome timeout")
+	return c
+}
+
+// waitFlagsUsed reports whether any flag that builds a request was set.
+// (flagsUsed cannot tell: the flag set it visits is a copy that records
+// no flag as set.)
+func waitFlagsUsed(c *cobra.Command) bool {
+	for _, name := range []string{"output", "exit", "file", "sha256", "timeout"} {
+		if c.Flags().Changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// conditionFromFlags builds the condition that exactly one of --output,
+// --exit and --file asks for.
+func conditionFromFlags(c *cobra.Command, output string, exit bool, file, digest string) (wait.Condition, error) {
+	var cond wait.Condition
+	kinds := 0
+	if c.Flags().Changed("output") {
+		cond, kinds = wait.Condition{Kind: wait.KindOutput, Text: output}, kinds+1
+	}
+	if exit {
+		cond, kinds = wait.Condition{Kind: wait.KindExit}, kinds+1
+	}
+	if c.Flags().Changed("file") {
+		cond, kinds = wait.Condition{Kind: wait.KindFile, Path: file}, kinds+1
+	}
+	if kinds != 1 {
+		return cond, protocol.Errorf(protocol.CodeInvalidRequest, "give exactly one of --output TEXT, --exit or --file PATH (see procmon wait --help)").With("field", "condition")
+	}
+	if c.Flags().Changed("sha256") {
+		if cond.Kind != wait.KindFile {
+			return cond, protocol.Errorf(protocol.CodeInvalidRequest, "--sha256 goes with --file only").With("field", "sha256")
+		}
+		if digest == "" {
+			return cond, protocol.Errorf(protocol.CodeInvalidCondition, "--sha256 is empty; give 64 lowercase hex digits or leave it out").With("field", "sha256")
+		}
+		cond.SHA256 = digest
+	}
+	return cond, cond.CheckShape()
+}
+
+func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, timeoutSeconds *int64) (*waitResponse, error) {
+	start := env.Now()
+	if id == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+	}
+	if err := protocol.PositiveOrNull("timeout_seconds", timeoutSeconds); err != nil {
+		return nil, err
+	}
+	var timeout time.Duration
+	if timeoutSeconds != nil {
+		if *timeoutSeconds > maxWaitSeconds {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "timeout_seconds" must be at most %d; leave it out to wait without a timeout`, int64(maxWaitSeconds)).With("field", "timeout_seconds")
+		}
+		timeout = time.Duration(*timeoutSeconds) * time.Second
+	}
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	o, err := proc.Observe(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := admitMonitor(env, dir, o.Monitor, "wait_process"); err != nil {
+		return nil, err
+	}
+	target := wait.Target{
+		Dir:     dir.MonitorDir(id),
+		LogPath: filepath.Join(dir.MonitorDir(id), state.LogName),
+		Observe: func() (wait.Custody, error) {
+			o, err := proc.Observe(dir, id)
+			if err != nil {
+				return wait.Custody{}, err
+			}
+			return custodyOf(o), nil
+		},
+	}
+	if cond.Kind == wait.KindFile {
+		rules, err := fileRules(dir, o.Monitor)
+		if err != nil {
+			return nil, err
+		}
+		if err := cond.Validate(rules); err != nil {
+			return nil, err
+		}
+		target.Root = rules.Root
+	}
+	if err := refuseRedactedText(dir, o, cond); err != nil {
+		return nil, err
+	}
+	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now})
+	if err != nil {
+		if ctx.Err() != nil {
+			elapsed := env.Now().Sub(start).Milliseconds()
+			return nil, protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running: check it with procmon status %s", id, elapsed, id).
+				With("monitor_id", id).With("elapsed_ms", elapsed)
+		}
+		return nil, err
+	}
+	return &waitResponse{MonitorID: id, Condition: cond, Evidence: ev}, nil
+}
+
+// fileRules are what a file condition on m is checked against. Root and
+// state directory are resolved, so that a state directory reached through
+// a symlinked path is still recognized beneath the root.
+func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
+	root, err := filepath.EvalSymlinks(m.Cwd)
+	if err != nil {
+		return wait.Rules{}, protocol.Errorf(protocol.CodeInternal, "component root of %s: %w", m.MonitorID, err).With("monitor_id", m.MonitorID)
+	}
+	stateDir, err := filepath.EvalSymlinks(dir.Path)
+	if err != nil {
+		return wait.Rules{}, protocol.Errorf(protocol.CodeInternal, "state directory: %w", err)
+	}
+	r, err := dir.LoadRun(m.RunID)
+	if err != nil {
+		return wait.Rules{}, err
+	}
+	return wait.Rules{Root: root, StateDir: stateDir, PrivatePaths: r.Policy.Private()}, nil
+}
+
+// refuseRedactedText refuses an output condition whose text holds one of
+// the monitor's credentials: the stored output shows it redacted, so the
+// text could never match. Only the live guardian knows the credentials;
+// once it is gone the wait goes ahead and reports how the monitor ended.
+func refuseRedactedText(dir *state.Dir, o *proc.Observation, cond wait.Condition) error {
+	if cond.Kind != wait.KindOutput || (o.Status != state.StatusRunning && o.Status != state.StatusSettling) {
+		return nil
+	}
+	id := o.Monitor.MonitorID
+	redacted, err := proc.RedactLike(dir, id, cond.Text)
+	if proc.IsNoGuardian(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if redacted != cond.Text {
+		return protocol.Errorf(protocol.CodeInvalidCondition, "output condition text holds a credential of %s; its output shows it as %q, so the text could never match: wait for a text without the credential", id, redacted).
+			With("field", "text").With("reason", "redacted")
+	}
+	return nil
+}
+
+// custodyOf is what a wait needs of an observation. A receipt whose
+// custody could not be proven ends nothing a wait can rely on.
+func custodyOf(o *proc.Observation) wait.Custody {
+	c := wait.Custody{
+		Status:     o.Status,
+		Terminal:   o.Terminal(),
+		Unverified: o.Status == state.StatusNeedsReconciliation,
+		Why:        o.Why,
+	}
+	if r := o.Monitor.Receipt; r != nil {
+		c.Reason, c.ExitCode, c.Signal = r.Reason, r.ExitCode, r.Signal
+		if r.Custody == state.CustodyUnverified {
+			c.Terminal, c.Unverified = false, true
+			c.Why = "reconcile could not prove custody of its group"
+		}
+	}
+	return c
+}

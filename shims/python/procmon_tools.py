@@ -1,0 +1,340 @@
+"""The five process-monitor tools for coding agents, backed by procmon.
+
+Each function takes the tool's request dict, runs the procmon binary once
+with ``{"request": ...}`` on stdin and returns its decoded response dict.
+A typed procmon error is raised as :class:`ProcmonError`, whose ``code`` is
+one of procmon's stable codes (``unknown_monitor``, ``invalid_condition``,
+``command_budget_exhausted``, ...).
+
+How an agent uses them: start the service, make ONE blocking wait for
+concrete evidence that it is ready (no polling loop), use it, cancel it::
+
+    from procmon_tools import (cancel_process, process_logs, start_process,
+                               wait_process)
+
+    started = start_process({"argv": ["python3", "-u", "-m", "http.server", "8000"]})
+    monitor_id = started["monitor_id"]
+    try:
+        evidence = wait_process({
+            "monitor_id": monitor_id,
+            "condition": {"kind": "output", "text": "Serving HTTP"},
+            "timeout_seconds": 60,
+        })
+        if evidence["outcome"] != "satisfied":
+            # timeout, process_ended or unavailable: read why before retrying.
+            print(process_logs({"monitor_id": monitor_id})["text"])
+        else:
+            ...  # run the test client against http://127.0.0.1:8000/
+    finally:
+        receipt = cancel_process({"monitor_id": monitor_id})
+        assert receipt["group_empty_verified"]
+
+Other wait conditions are ``{"kind": "exit"}`` (a failed process satisfies
+it: read ``exit_code``) and ``{"kind": "file", "path": "ready.json"}``
+(optionally with ``"sha256"``), relative to the service's cwd.
+
+Every function also accepts the wrapped form ``{"request": {...}}`` and the
+keyword arguments ``run`` (procmon's ``--run``), ``binary`` (the procmon
+executable; default ``$PROCMON_BIN``, else ``procmon`` on PATH) and ``env``
+(variables set for procmon on top of ``os.environ``; a started service
+inherits them). Monitors must have been enabled once with
+``procmon configure --enable``.
+
+Standard library only; Python 3.9 or newer.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+__all__ = [
+    "ProcmonError",
+    "TOOLS",
+    "cancel_process",
+    "process_logs",
+    "process_status",
+    "start_process",
+    "wait_process",
+]
+
+# Non-wait commands answer promptly; the bound only catches a hung binary.
+# cancel additionally gets its grace period, which it may spend waiting
+# for the service to stop.
+CALL_TIMEOUT_SECONDS = 60
+
+# After SIGINT an interrupted wait answers wait_interrupted at once; past
+# this it is killed so the caller's interrupt is never held up.
+INTERRUPT_ANSWER_SECONDS = 5
+
+_DEFAULT_CANCEL_GRACE_SECONDS = 5
+
+
+class ProcmonError(Exception):
+    """A typed error from procmon, or a failure to reach it.
+
+    ``code`` is procmon's stable error code; the shim itself uses
+    ``transport_unavailable`` (no binary to run) and ``internal`` (the
+    binary answered with something other than one JSON object).
+    ``exit_status`` is procmon's exit status, or None if it never ran.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        details: Optional[Dict[str, Any]] = None,
+        exit_status: Optional[int] = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.details = details or {}
+        self.exit_status = exit_status
+
+
+def start_process(
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Start a service under a detached guardian; returns the running handoff.
+
+    Request: ``argv`` (required), optional ``cwd``, ``env``, ``secrets``,
+    ``secret_env``, ``timeout_seconds``, ``name``. Keep the returned
+    ``monitor_id``; ``pid`` and ``pgid`` are informational.
+    """
+    return _call("start", request, run=run, binary=binary, env=env)
+
+
+def wait_process(
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Block until a condition holds, the timeout passes or the process ends.
+
+    Request: ``monitor_id``, ``condition`` and optional ``timeout_seconds``.
+    Returns evidence whose ``outcome`` is ``satisfied``, ``timeout``,
+    ``process_ended`` or ``unavailable``. The wait itself has no subprocess
+    timeout: the request's ``timeout_seconds`` bounds it. On
+    KeyboardInterrupt procmon is sent SIGINT (the service keeps running)
+    and the interrupt propagates.
+    """
+    return _call("wait", request, run=run, binary=binary, env=env, interruptible=True)
+
+
+def process_status(
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Return a monitor's record and status. Request: ``monitor_id``."""
+    return _call("status", request, run=run, binary=binary, env=env)
+
+
+def process_logs(
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Return a bounded snapshot of the redacted output.
+
+    Request: ``monitor_id``, optional ``max_bytes`` (default 65536, the
+    tail) and ``offset`` (read from that byte; continue at ``next_offset``).
+    """
+    return _call("logs", request, run=run, binary=binary, env=env)
+
+
+def cancel_process(
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Stop the service's process group; returns the terminal receipt.
+
+    Request: ``monitor_id``, optional ``grace_seconds`` between SIGTERM and
+    SIGKILL. On a monitor that already ended it returns the existing
+    receipt.
+    """
+    inner = _unwrap(request)
+    grace = inner.get("grace_seconds")
+    if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
+        grace = _DEFAULT_CANCEL_GRACE_SECONDS
+    return _call(
+        "cancel", inner, run=run, binary=binary, env=env, timeout=CALL_TIMEOUT_SECONDS + grace
+    )
+
+
+TOOLS: Dict[str, Callable[..., Dict[str, Any]]] = {
+    "start_process": start_process,
+    "wait_process": wait_process,
+    "process_status": process_status,
+    "process_logs": process_logs,
+    "cancel_process": cancel_process,
+}
+
+
+def _unwrap(request: Any) -> Dict[str, Any]:
+    """Return the inner request of either accepted form."""
+    if not isinstance(request, Mapping):
+        raise ProcmonError(
+            "invalid_request",
+            f"the request must be a dict, not {type(request).__name__}",
+        )
+    # No tool has a field named "request", so a lone "request" key can only
+    # be the wrapped form.
+    if set(request) == {"request"} and isinstance(request["request"], Mapping):
+        return dict(request["request"])
+    return dict(request)
+
+
+def _call(
+    subcommand: str,
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    timeout: float = CALL_TIMEOUT_SECONDS,
+    interruptible: bool = False,
+) -> Dict[str, Any]:
+    try:
+        payload = json.dumps({"request": _unwrap(request)})
+    except (TypeError, ValueError) as err:
+        raise ProcmonError("invalid_request", f"the request is not JSON: {err}") from None
+
+    child_env = dict(os.environ)
+    if env is not None:
+        child_env.update(env)
+    argv = [_find_binary(binary, child_env), subcommand]
+    if run is not None:
+        argv += ["--run", run]
+
+    try:
+        if interruptible:
+            status, stdout, stderr = _run_interruptible(argv, payload, child_env)
+        else:
+            done = subprocess.run(
+                argv,
+                input=payload,
+                capture_output=True,
+                encoding="utf-8",
+                errors="replace",
+                env=child_env,
+                timeout=timeout,
+            )
+            status, stdout, stderr = done.returncode, done.stdout, done.stderr
+    except OSError as err:
+        raise ProcmonError(
+            "transport_unavailable",
+            f"cannot run procmon at {argv[0]!r}: {err.strerror or err}; "
+            "set PROCMON_BIN to the procmon binary or put procmon on PATH",
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise ProcmonError(
+            "internal",
+            f"procmon {subcommand} gave no answer within {timeout:g} s and was killed",
+        ) from None
+    return _decode(subcommand, status, stdout, stderr)
+
+
+def _find_binary(binary: Optional[str], env: Mapping[str, str]) -> str:
+    if binary:
+        return binary
+    if env.get("PROCMON_BIN"):
+        return env["PROCMON_BIN"]
+    found = shutil.which("procmon", path=env.get("PATH"))
+    if found is None:
+        raise ProcmonError(
+            "transport_unavailable",
+            "procmon is not on PATH and PROCMON_BIN is not set; build it with "
+            "`go build -o procmon .` and set PROCMON_BIN to its path",
+        )
+    return found
+
+
+def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str]):
+    """Run a wait that a KeyboardInterrupt ends gracefully.
+
+    subprocess.run would SIGKILL the child on KeyboardInterrupt; procmon
+    instead gets SIGINT, so it ends its wait cleanly (answering
+    wait_interrupted) and the service keeps running.
+    """
+    child = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8",
+        errors="replace",
+        env=env,
+    )
+    with child:
+        try:
+            stdout, stderr = child.communicate(payload)
+        except KeyboardInterrupt:
+            # A Ctrl-C at a terminal has reached procmon already; an
+            # interrupt raised in this process alone has not.
+            try:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGINT)
+                child.communicate(timeout=INTERRUPT_ANSWER_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+            raise
+    return child.returncode, stdout, stderr
+
+
+def _decode(subcommand: str, status: int, stdout: str, stderr: str) -> Dict[str, Any]:
+    try:
+        response = json.loads(stdout)
+    except ValueError:
+        response = None
+    if not isinstance(response, dict):
+        raise ProcmonError(
+            "internal",
+            f"procmon {subcommand} printed no JSON object (exit status {status})"
+            + _stderr_note(stderr),
+            {"stdout": stdout[:2000]},
+            exit_status=status,
+        )
+    error = response.get("error")
+    if isinstance(error, dict):
+        details = error.get("details")
+        raise ProcmonError(
+            str(error.get("code") or "internal"),
+            str(error.get("message") or "procmon reported an error without a message"),
+            details if isinstance(details, dict) else {},
+            exit_status=status,
+        )
+    if status != 0:
+        raise ProcmonError(
+            "internal",
+            f"procmon {subcommand} exited with status {status} without an error object"
+            + _stderr_note(stderr),
+            {"response": response},
+            exit_status=status,
+        )
+    return response
+
+
+def _stderr_note(stderr: str) -> str:
+    stderr = stderr.strip()
+    return f"; stderr: {stderr[-2000:]}" if stderr else ""
