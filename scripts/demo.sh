@@ -14,7 +14,7 @@ say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 echo "building procmon..."
-go build -o "$procmon" .
+CGO_ENABLED=0 go build -o "$procmon" .
 
 say procmon configure --enable
 "$procmon" configure --enable --pretty

@@ -24,5 +24,5 @@ go test -run '^$' -fuzz '^FuzzChunking$' -fuzztime 15s ./internal/redact
 echo "== Python shim"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/procmon" .
+CGO_ENABLED=0 go build -o "$tmp/procmon" .
 PROCMON_BIN="$tmp/procmon" python3 -m unittest discover -s shims/python -v

@@ -92,9 +92,12 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 	}
 	g.reapOrphans()
 
+	// The verdict rests on the kernel, not on a walk of /proc: no process
+	// has the group id, and the guardian, subreaper of everything it
+	// started, has no child left at all.
 	after := g.look()
 	groupGone := g.exit != nil && unix.Kill(-g.child, 0) == unix.ESRCH
-	r.GroupEmptyVerified = groupGone && after.empty()
+	r.GroupEmptyVerified = groupGone && noChildren() && after.empty()
 	for pid := range escaped {
 		r.Escaped = append(r.Escaped, pid)
 	}

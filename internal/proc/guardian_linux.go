@@ -369,10 +369,6 @@ loop:
 // then extends the ownership window. A failed check returns the drain cause.
 func (g *guardian) renew() (drainCause, bool) {
 	revoked := drainCause{status: state.StatusCancelled, reason: "revoked", graceMs: DefaultDrainGraceMs}
-	stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
-	if err != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks || stored.Receipt != nil {
-		return revoked, false
-	}
 	if run, err := g.dir.LoadRun(g.spec.RunID); err != nil {
 		return revoked, false
 	} else if run.EndedAtMs != nil {
@@ -387,7 +383,14 @@ func (g *guardian) renew() (drainCause, bool) {
 	}
 	g.rec.HeartbeatSeq++
 	g.rec.OwnershipExpiresAtMs = now + g.spec.OwnerGraceMs
-	if err := g.save(true); err != nil {
+	// save checks, under the record's lock, that the record still names
+	// this guardian. A heartbeat lost in a crash changes nothing (a reboot
+	// changes the boot id, a dead guardian fails the liveness check), so
+	// it is written without fsyncs.
+	if err := g.save(false); err != nil {
+		if errors.Is(err, errRevoked) {
+			return revoked, false
+		}
 		fmt.Fprintf(os.Stderr, "guardian: heartbeat: %v\n", err)
 	}
 	return drainCause{}, true
@@ -406,6 +409,7 @@ func (g *guardian) finish(cause drainCause) {
 	g.rec.Phase = state.PhaseTerminal
 	g.rec.Receipt = receipt
 	if err := g.save(true); err != nil {
+		// errRevoked: someone else settled the record; theirs stands.
 		fmt.Fprintf(os.Stderr, "guardian: receipt: %v\n", err)
 	}
 	g.receipt.Store(receipt)

@@ -58,8 +58,12 @@ func newOutputCopier(mdir string, spec Spec, filter outputFilter) (*outputCopier
 		log.Close()
 		return nil, fmt.Errorf("create output pipe: %w", err)
 	}
-	// Best effort: a smaller pipe only means more, smaller reads.
-	unix.FcntlInt(r.Fd(), unix.F_SETPIPE_SZ, pipeSize)
+	// Best effort: a smaller pipe only means more, smaller reads. The
+	// descriptor is reached through SyscallConn so that it stays with the
+	// runtime poller instead of parking a thread in read.
+	if rc, err := r.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+	}
 	o := &outputCopier{
 		pipe:     r,
 		writeEnd: w,

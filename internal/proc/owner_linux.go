@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"os"
+
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/state"
@@ -21,19 +23,23 @@ func watchOwner(o state.Owner) <-chan struct{} {
 		close(gone)
 		return gone
 	}
+	// The pidfd goes to the runtime poller, which wakes when the owner
+	// exits: no thread is parked for it.
+	f := os.NewFile(uintptr(fd), "owner-pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		close(gone)
+		return gone
+	}
 	go func() {
-		defer unix.Close(fd)
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for {
-			n, err := unix.Poll(fds, -1)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || n > 0 {
-				close(gone)
-				return
-			}
-		}
+		defer f.Close()
+		defer close(gone)
+		rc.Read(func(fd uintptr) bool {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			return err != nil || n > 0
+		})
 	}()
 	return gone
 }

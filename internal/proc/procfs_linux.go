@@ -74,62 +74,53 @@ func Matches(pid int, startTicks uint64) bool {
 	return err == nil && s.startTicks == startTicks && s.alive()
 }
 
-// scanDescendants returns every process below root, found by walking
-// parent links over one pass of /proc.
+// scanDescendants returns every process below root, walking the
+// children lists of each task down from root: its cost follows the size of
+// the tree, not of the machine. The lists can miss a process that is being
+// reparented at that instant, so callers look again until quiet, and the
+// final verdict rests on waitid and kill, not on this walk.
 func scanDescendants(root int) []procStat {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	byParent := make(map[int][]procStat, 16)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 1 {
-			continue
-		}
+	var out []procStat
+	queue := childrenOf(root)
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
 		s, err := readStat(pid)
 		if err != nil {
 			continue
 		}
-		byParent[s.ppid] = append(byParent[s.ppid], s)
-	}
-	var out []procStat
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range byParent[p] {
-			out = append(out, c)
-			queue = append(queue, c.pid)
-		}
+		out = append(out, s)
+		queue = append(queue, childrenOf(pid)...)
 	}
 	return out
 }
 
-// ownChildren lists the guardian's direct children, across all its threads
-// (a child belongs to the thread that forked it, a reparented orphan to
-// whichever thread the kernel picked).
-func ownChildren() []int {
-	tasks, err := os.ReadDir("/proc/self/task")
+// childrenOf lists the children of every thread of pid (a child belongs to
+// the thread that forked it, a reparented orphan to whichever thread the
+// kernel picked).
+func childrenOf(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var out []int
 	for _, t := range tasks {
-		buf, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		buf, err := os.ReadFile(dir + "/" + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
 		for _, f := range bytes.Fields(buf) {
-			if pid, err := strconv.Atoi(string(f)); err == nil {
-				out = append(out, pid)
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
 			}
 		}
 	}
 	return out
 }
+
+// ownChildren lists the guardian's direct children.
+func ownChildren() []int { return childrenOf(os.Getpid()) }
 
 // Member is a live process of a recorded group.
 type Member struct {

@@ -48,6 +48,14 @@ func probeNonReaping() error {
 	return err
 }
 
+// noChildren reports whether the calling process has no child at all,
+// running or zombie: the one answer a subreaper can trust that nothing it
+// started is left.
+func noChildren() bool {
+	var info childInfo
+	return waitid(unix.P_ALL, 0, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, &info) == unix.ECHILD
+}
+
 // si_code values of a SIGCHLD siginfo (asm-generic/siginfo.h).
 const (
 	cldExited = 1

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -113,12 +112,10 @@ const (
 	CustodyUnverified = "unverified"
 )
 
-var monitorIDPattern = regexp.MustCompile(`^m_[0-9a-z]{20,32}$`)
-
 // ValidMonitorID refuses anything that is not a monitor id, so an id is
 // never interpreted as a path.
 func ValidMonitorID(id string) error {
-	if !monitorIDPattern.MatchString(id) {
+	if !validID(id, "m_") {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "monitor id %q is not valid: want m_ followed by 20 to 32 of [0-9a-z]", id).With("field", "monitor_id")
 	}
 	return nil
@@ -142,7 +139,9 @@ func (d *Dir) CreateMonitorDir(id string) error {
 	if err := os.Mkdir(d.MonitorDir(id), 0o700); err != nil {
 		return fmt.Errorf("create monitor directory: %w", err)
 	}
-	return nil
+	// The record's own fsyncs cover its directory, not the directory's
+	// entry in monitors/.
+	return syncDir(filepath.Join(d.Path, monitorsDir))
 }
 
 // LoadMonitor reads and verifies a monitor record.

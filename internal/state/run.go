@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 
 	"procmon/internal/protocol"
@@ -55,11 +55,24 @@ type budget struct {
 	Used int64 `json:"used"`
 }
 
-var runIDPattern = regexp.MustCompile(`^(default|r_[0-9a-z]{20,32})$`)
+// validID reports whether id is prefix followed by 20 to 32 of [0-9a-z]:
+// never a path, never anything a shell or a file system would read twice.
+func validID(id, prefix string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) < 20 || len(rest) > 32 {
+		return false
+	}
+	for _, c := range []byte(rest) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidRunID reports whether id can name a run (and so is never a path).
 func ValidRunID(id string) error {
-	if !runIDPattern.MatchString(id) {
+	if id != DefaultRun && !validID(id, "r_") {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "run id %q is not valid: want \"default\" or r_ followed by 20 to 32 of [0-9a-z]", id).With("field", "run_id")
 	}
 	return nil
