@@ -113,6 +113,13 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The guardian boots while admission runs; it does nothing until it
+	// is handed a spec, and a refused start waits for it to exit.
+	guardian, err := proc.StartGuardian()
+	if err != nil {
+		return nil, err
+	}
+	defer guardian.Abandon()
 
 	dir, err := openState(env)
 	if err != nil {
@@ -152,7 +159,7 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	childEnv := mergeEnv(env.Environ(), req.Env)
 	secrets, warnings := collectSecrets(childEnv, req, run.Policy.SecretEnv)
 	monitorID := state.NewID("m_")
-	m, err := proc.Launch(proc.Spec{
+	m, err := guardian.Handoff(proc.Spec{
 		StateDir:       dir.Path,
 		MonitorID:      monitorID,
 		RunID:          run.RunID,

@@ -81,6 +81,9 @@ func RunGuardian(stdin io.Reader, stdout *os.File) int {
 
 	var spec Spec
 	if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&spec); err != nil {
+		if err == io.EOF {
+			return 0 // the start was refused before a spec was sent
+		}
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + err.Error()}})
 		return 1
 	}

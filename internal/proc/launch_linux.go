@@ -14,12 +14,20 @@ import (
 // GuardianArg is the hidden subcommand that runs a guardian.
 const GuardianArg = "__guardian"
 
-// Launch starts a detached guardian for spec and returns once the guardian
-// has durably recorded the running handoff, or with the error that stopped
-// it (exec_failed, nonreaping_unavailable, ...). The guardian runs in its
-// own session with no tie to the caller's stdio, so the caller may exit or
-// be killed without touching the service.
-func Launch(spec Spec) (*state.Monitor, error) {
+// PendingGuardian is a guardian process started before its spec is known,
+// so that it boots while the caller does admission and takes the command
+// slot. It does nothing until the spec arrives.
+type PendingGuardian struct {
+	p     *os.Process
+	specW *os.File
+	handR *os.File
+	done  bool
+}
+
+// StartGuardian starts a detached guardian that waits for its spec. The
+// guardian runs in its own session with no tie to the caller's stdio, so
+// the caller may exit or be killed without touching the service.
+func StartGuardian() (*PendingGuardian, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -29,20 +37,20 @@ func Launch(spec Spec) (*state.Monitor, error) {
 		return nil, fmt.Errorf("create spec pipe: %w", err)
 	}
 	defer specR.Close()
-	defer specW.Close()
 	handR, handW, err := os.Pipe()
 	if err != nil {
+		specW.Close()
 		return nil, fmt.Errorf("create handoff pipe: %w", err)
 	}
-	defer handR.Close()
 	defer handW.Close()
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
+		specW.Close()
+		handR.Close()
 		return nil, err
 	}
 	defer devnull.Close()
-
-	p, err := os.StartProcess(exe, []string{"procmon", GuardianArg, spec.MonitorID}, &os.ProcAttr{
+	p, err := os.StartProcess(exe, []string{"procmon", GuardianArg}, &os.ProcAttr{
 		Dir: "/",
 		// One P is plenty for a guardian and keeps its memory small.
 		Env:   []string{"GOMAXPROCS=1"},
@@ -50,17 +58,39 @@ func Launch(spec Spec) (*state.Monitor, error) {
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
+		specW.Close()
+		handR.Close()
 		return nil, fmt.Errorf("start guardian: %w", err)
 	}
-	specR.Close()
-	handW.Close()
+	return &PendingGuardian{p: p, specW: specW, handR: handR}, nil
+}
 
-	if err := json.NewEncoder(specW).Encode(spec); err != nil {
+// Abandon sends no spec: the guardian exits without having done anything,
+// and Abandon waits for it, so a refused start leaves no guardian behind.
+// After Handoff it does nothing.
+func (pg *PendingGuardian) Abandon() {
+	if pg.done {
+		return
+	}
+	pg.done = true
+	pg.specW.Close()
+	pg.handR.Close()
+	pg.p.Wait()
+}
+
+// Handoff sends the spec and returns once the guardian has durably
+// recorded the running handoff, or with the error that stopped it
+// (exec_failed, nonreaping_unavailable, ...).
+func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
+	pg.done = true
+	defer pg.handR.Close()
+	err := json.NewEncoder(pg.specW).Encode(spec)
+	pg.specW.Close()
+	if err != nil {
+		pg.p.Wait()
 		return nil, fmt.Errorf("send spec to guardian: %w", err)
 	}
-	specW.Close()
-
-	data, err := io.ReadAll(io.LimitReader(handR, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(pg.handR, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read guardian handoff: %w", err)
 	}
@@ -73,13 +103,13 @@ func Launch(spec Spec) (*state.Monitor, error) {
 	if h.Monitor == nil {
 		// No running handoff: the guardian is exiting. Wait for it, so a
 		// failed start provably leaves no guardian behind.
-		p.Wait()
+		pg.p.Wait()
 		if h.Error == nil {
 			return nil, protocol.Errorf(protocol.CodeInternal, "guardian exited before the running handoff; see %s/guardian.log", state.MonitorPath(spec.StateDir, spec.MonitorID))
 		}
 		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
 	}
 	// The guardian outlives this process; it is never waited for.
-	p.Release()
+	pg.p.Release()
 	return h.Monitor, nil
 }
