@@ -1,6 +1,6 @@
 package redact
 
-import "strings"
+import "errors"
 
 // The literal matcher is one Aho-Corasick automaton over every needle of
 // every secret and every rule trigger, so each byte is looked at once however
@@ -22,20 +22,20 @@ import "strings"
 // against a filter holding each pattern's g-grams at s consecutive offsets
 // (its window) finds every pattern. Rule patterns are short (three bytes
 // for "eyJ" and "://") and use digrams at stride 2, with the window placed
-// on the pattern's rarest bytes; needles are at least MinSecretLen long and
-// use 3-grams at stride 6.
+// on digrams that are rare in logs; needles are at least MinSecretLen long
+// and use 3-grams at stride 6.
 const (
 	filterBits  = 17 // the prefix filter: 16 KiB
 	filterWords = 1 << filterBits / 64
 
-	needleBits  = 18 // the needle stride filter: 32 KiB
-	needleWords = 1 << needleBits / 64
-	needleShift = 32 - needleBits
+	// The needle stride filter has about 64 bits per 3-gram, for a false
+	// hit rate near 1.5%, within these bounds (128 bytes to 32 KiB): a
+	// table no larger than needed stays in L1.
+	minNeedleBits = 10
+	maxNeedleBits = 18
 
 	ruleStride   = 2
 	needleStride = 6
-
-	maxRuleWindow = 8 // the latest window start a rule pattern may use
 )
 
 // denseMin is the child count from which a state gets a full row.
@@ -50,12 +50,14 @@ type trigger struct {
 
 // pattern is one literal fed to the automaton. A holding pattern's prefix is
 // held back while it may complete; the URL trigger is not holding because
-// the text it matches is never redacted.
+// the text it matches is never redacted. A rule pattern's stride window
+// starts at offset window.
 type pattern struct {
 	text    string
 	needle  bool
 	holding bool
 	trig    trigger
+	window  int
 }
 
 // acState is one automaton state. The states of long needles are mostly
@@ -94,51 +96,13 @@ type automaton struct {
 	// misses cannot start anything, which is what lets the stream skip.
 	filter *[filterWords]uint64
 
-	ruleGrams   *[1 << 16]bool       // digrams of rule windows, indexed directly
-	needleGrams *[needleWords]uint64 // 3-grams of needles at offsets 0 to 5
+	ruleGrams   *[1 << 16]bool // digrams of rule windows, indexed directly
+	needleGrams []uint64       // 3-grams of needles at offsets 0 to 5
+	needleShift uint32         // 32 minus the filter's bit count
 	hasNeedles  bool
 	// back is how far before a stride hit a pattern holding the hit gram
 	// may start.
 	back int
-}
-
-// rarity scores how rarely a byte appears in log text, higher is rarer; it
-// places the window of a rule pattern. Dates, times, UUIDs and prose make
-// letters, digits, ':', '-' and '.' the commonest bytes of a log.
-func rarity(c byte) int {
-	switch {
-	case c == 'j' || c == 'q' || c == 'x' || c == 'z' || c == 'J' || c == 'Q' || c == 'X':
-		return 6
-	case c == '_':
-		return 5
-	case c >= 'A' && c <= 'Z':
-		return 4
-	case c == 'k' || c == 'v' || c == 'w' || c == 'y' || c == 'b':
-		return 1
-	case c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == ' ' || c == ':' || c == '-' || c == '.':
-		return 0
-	case c == '/' || c == '=' || c == ',' || c == '"':
-		return 2
-	}
-	return 3
-}
-
-// digramScore rates a digram: it is as rare as its rarer byte.
-func digramScore(a, b byte) int {
-	return 8*max(rarity(a), rarity(b)) + min(rarity(a), rarity(b))
-}
-
-// ruleWindow returns where the stride window of a rule pattern starts: the
-// offset whose two digrams are rarest.
-func ruleWindow(text string) int {
-	best, bestScore := 0, -1
-	for w := 0; w+ruleStride+1 <= len(text) && w <= maxRuleWindow; w++ {
-		sc := min(digramScore(text[w], text[w+1]), digramScore(text[w+1], text[w+2]))
-		if sc > bestScore {
-			best, bestScore = w, sc
-		}
-	}
-	return best
 }
 
 // addRuleWindow adds the digrams of text at offsets w and w+1.
@@ -151,7 +115,7 @@ func (a *automaton) addRuleWindow(text string, w int) {
 
 func (a *automaton) addNeedleGrams(text string) {
 	for o := 0; o < needleStride; o++ {
-		h := gramKey(text[o], text[o+1], text[o+2]) * 0x9E3779B1 >> needleShift
+		h := gramKey(text[o], text[o+1], text[o+2]) * 0x9E3779B1 >> a.needleShift
 		a.needleGrams[h>>6] |= 1 << (h & 63)
 	}
 	a.back = max(a.back, needleStride-1)
@@ -192,8 +156,8 @@ type trieNode struct {
 
 // buildAutomaton compiles the patterns. words are the case variants of a
 // word matched outside the automaton (the Authorization header name), whose
-// beginnings must stop the skip too.
-func buildAutomaton(pats []pattern, words []string) *automaton {
+// beginnings must stop the skip too; their window starts at wordWindow.
+func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton, error) {
 	nodes := []trieNode{{}}
 	child := func(u int32, b byte) int32 {
 		for _, e := range nodes[u].edges {
@@ -204,10 +168,21 @@ func buildAutomaton(pats []pattern, words []string) *automaton {
 		return -1
 	}
 	a := &automaton{
-		filter:      new([filterWords]uint64),
-		ruleGrams:   new([1 << 16]bool),
-		needleGrams: new([needleWords]uint64),
+		filter:    new([filterWords]uint64),
+		ruleGrams: new([1 << 16]bool),
 	}
+	needles := 0
+	for _, p := range pats {
+		if p.needle {
+			needles++
+		}
+	}
+	nbits := minNeedleBits
+	for nbits < maxNeedleBits && 1<<nbits < 64*needleStride*needles {
+		nbits++
+	}
+	a.needleGrams = make([]uint64, 1<<nbits/64)
+	a.needleShift = uint32(32 - nbits)
 	for _, p := range pats {
 		// Every pattern is at least three bytes long, which the filter needs,
 		// and every needle at least needleStride+2.
@@ -215,7 +190,7 @@ func buildAutomaton(pats []pattern, words []string) *automaton {
 		if p.needle {
 			a.addNeedleGrams(p.text)
 		} else {
-			a.addRuleWindow(p.text, ruleWindow(p.text))
+			a.addRuleWindow(p.text, p.window)
 		}
 		u := int32(0)
 		for i := 0; i < len(p.text); i++ {
@@ -236,14 +211,9 @@ func buildAutomaton(pats []pattern, words []string) *automaton {
 			nodes[u].trigs = append(nodes[u].trigs, p.trig)
 		}
 	}
-	if len(words) > 0 {
-		// The variants share their window: the case of a byte does not
-		// change its rarity much.
-		w := ruleWindow(strings.ToLower(words[0]))
-		for _, v := range words {
-			a.addGram(v)
-			a.addRuleWindow(v, w)
-		}
+	for _, v := range words {
+		a.addGram(v)
+		a.addRuleWindow(v, wordWindow)
 	}
 
 	// Breadth-first order puts every state after its failure target, so the
@@ -289,6 +259,9 @@ func buildAutomaton(pats []pattern, words []string) *automaton {
 			out.trigs = append(append([]trigger(nil), n.trigs...), inherited.trigs...)
 		}
 		if out.match > 0 || len(out.trigs) > 0 {
+			if len(a.outs)+1 >= 1<<(32-outShift) {
+				return nil, errors.New("redact: too many needles")
+			}
 			a.outs = append(a.outs, out)
 			outIndex[u] = len(a.outs)
 			st.info |= uint32(len(a.outs)) << outShift
@@ -317,7 +290,7 @@ func buildAutomaton(pats []pattern, words []string) *automaton {
 		st.info = st.info&^0xff | denseEdges
 		a.rows = append(a.rows, row...)
 	}
-	return a
+	return a, nil
 }
 
 // next is the transition function; the stream inlines the same loop.
@@ -348,5 +321,5 @@ func (a *automaton) held(s int32) int32 {
 
 // size returns the approximate memory of the tables in bytes.
 func (a *automaton) size() int {
-	return len(a.states)*16 + len(a.rows)*4 + len(a.edgeByte)*5 + (filterWords+needleWords)*8 + 1<<16
+	return len(a.states)*16 + len(a.rows)*4 + len(a.edgeByte)*5 + (filterWords+len(a.needleGrams))*8 + 1<<16
 }

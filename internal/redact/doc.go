@@ -12,9 +12,11 @@
 // # What is redacted
 //
 // Each registered secret is searched for in every representation that [Forms]
-// lists: as is, line by line and with its line breaks rewritten, and escaped
-// as JSON, Go, URL query and path, XML and base64 (std and url, at each of
-// the three alignments inside a longer blob). Independently of registration,
+// lists: as is, and escaped as JSON, Go, URL query and path, XML and base64
+// (std and url, at each of the three alignments inside a longer blob); a
+// multi-line secret also line by line and with its line breaks rewritten.
+// All of these, for all secrets, are needles of one Aho-Corasick automaton
+// whose state carries across writes. Independently of registration,
 // format rules redact private-key PEM blocks, GitHub, AWS, Slack, Stripe,
 // OpenAI and Anthropic tokens, JWTs, the credential of an Authorization
 // header, and the password of a URL's userinfo.
@@ -27,7 +29,7 @@
 // input. To keep that promise a byte is released only once no credential can
 // still start at or before it, given the bytes seen so far; everything later
 // is held back. What is held is bounded by the longest needle and a fixed
-// per-rule limit (holdLimit), never by the size of the output or of a line.
+// per-rule limit of 4 KiB, never by the size of the output or of a line.
 //
 // At the end of the stream, a held-back tail of three or more bytes that could
 // still have become a credential (a prefix of a needle, of a rule's trigger or

@@ -22,7 +22,8 @@ type Redactor struct {
 // New compiles the known credentials: every form of every secret, plus the
 // format rules. The list may be empty, leaving the format rules only. A
 // secret shorter than MinSecretLen is an error whose message names the
-// secret's index, never its value.
+// secret's index, never its value; so is a set of secrets with more than
+// millions of forms.
 func New(secrets []string) (*Redactor, error) {
 	return newRedactor(secrets, true)
 }
@@ -48,13 +49,17 @@ func newRedactor(secrets []string, rules bool) (*Redactor, error) {
 		pats = append(pats, rulePatterns()...)
 		words = authVariants()
 	}
-	return &Redactor{ac: buildAutomaton(pats, words), rules: rules}, nil
+	ac, err := buildAutomaton(pats, words, authWindow)
+	if err != nil {
+		return nil, err
+	}
+	return &Redactor{ac: ac, rules: rules}, nil
 }
 
 // NewStream starts one redacted stream. A Stream is not safe for concurrent
 // use; use one per output.
 func (r *Redactor) NewStream() *Stream {
-	return &Stream{r: r}
+	return &Stream{r: r, pendLimit: maxPending}
 }
 
 // String redacts a whole string.

@@ -66,11 +66,13 @@ const (
 
 // tokenRule is a literal prefix followed by a run of class characters; the
 // prefix and run are a credential once the run reaches min, and the rest of
-// the run is suppressed however long it is.
+// the run is suppressed however long it is. window places the prefixes'
+// stride window (see automaton.go) on their two rarest digrams in logs.
 type tokenRule struct {
 	prefixes []string
 	class    *[256]bool
 	min      int32
+	window   int
 }
 
 func class(spec string) *[256]bool {
@@ -104,37 +106,44 @@ var (
 )
 
 var tokenRules = [numTokenRules]tokenRule{
-	ruleGitHub:    {[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, classAlnum, 36},
-	ruleGitHubPAT: {[]string{"github_pat_"}, classAlnumUnder, 22},
-	ruleAWS:       {[]string{"AKIA", "ASIA", "ABIA", "ACCA"}, classUpperNum, 16},
-	ruleSlack:     {[]string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-"}, classAlnumDash, 10},
-	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16},
-	ruleOpenAI:    {[]string{"sk-proj-"}, classB64URL, 20},
-	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20},
+	// The windows avoid digrams common in logs: "gh" of "high", "ap" of
+	// "api", "sk" of "task".
+	ruleGitHub:    {[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, classAlnum, 36, 1}, // "hp" "p_"
+	ruleGitHubPAT: {[]string{"github_pat_"}, classAlnumUnder, 22, 5},                     // "b_" "_p"
+	ruleAWS:       {[]string{"AKIA", "ASIA", "ABIA", "ACCA"}, classUpperNum, 16, 1},      // "KI" "IA"
+	ruleSlack: {[]string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-"},
+		classAlnumDash, 10, 2}, // "xb" "b-", "pp" "p-"
+	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16, 1}, // "k_" "_l"
+	ruleOpenAI:    {[]string{"sk-proj-"}, classB64URL, 20, 5},                                    // "oj" "j-"
+	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20, 1},                                     // "k-" "-a"
 }
 
 // rulePatterns returns the literal triggers of every rule.
 func rulePatterns() []pattern {
 	var pats []pattern
-	add := func(rule int, text string, holding bool) {
-		pats = append(pats, pattern{text: text, holding: holding, trig: trigger{uint8(rule), uint8(len(text))}})
+	add := func(rule int, text string, holding bool, window int) {
+		pats = append(pats, pattern{text: text, holding: holding, trig: trigger{uint8(rule), uint8(len(text))}, window: window})
 	}
 	for i, tr := range tokenRules {
 		for _, p := range tr.prefixes {
-			add(i, p, true)
+			add(i, p, true, tr.window)
 		}
 	}
-	add(ruleJWT, "eyJ", true)
-	add(rulePEM, "-----BEGIN ", true)
-	add(ruleURL, "://", false)
+	add(ruleJWT, "eyJ", true, 0)
+	add(rulePEM, "-----BEGIN ", true, 5) // "BE" "EG"
+	add(ruleURL, "://", false, 0)
 	return pats
 }
+
+// authWindow places the stride window of the Authorization header name on
+// "iz" and "za": 'z' is rare in logs.
+const authWindow = 6
 
 // authVariants returns the Authorization header name in every case
 // variant of the bytes the skip looks at: its first three and the two
 // digrams of its window (there are 2^13 variants of the whole word).
 func authVariants() []string {
-	w := ruleWindow(authWord)
+	w := authWindow
 	pos := []int{0, 1, 2, w, w + 1, w + 2}
 	var out []string
 	for m := 0; m < 1<<len(pos); m++ {

@@ -49,6 +49,8 @@ var ruleCases = []struct{ name, in, want string }{
 	{"unknown scheme", "Authorization: Digest abc", "Authorization: Digest abc"},
 	{"proxy header", "Proxy-Authorization: Basic Zm9vOmJhcg==\n", "Proxy-Authorization: Basic " + Marker + "\n"},
 	{"no credential", "Authorization: Bearer\nx", "Authorization: Bearer\nx"},
+	{"name repeating its start", "authorizauthorization: Bearer x y", "authorizauthorization: Bearer " + Marker + " y"},
+	{"header inside a credential", "Authorization: Bearer Authorization: x", "Authorization: Bearer " + Marker + " x"},
 	{"url password", "GET https://bob:s3cret@example.com/x", "GET https://bob:" + Marker + "@example.com/x"},
 	{"url empty user", "redis://:hunter2@cache:6379/0", "redis://:" + Marker + "@cache:6379/0"},
 	{"url no password", "https://bob@example.com/ https://example.com:8443/x", "https://bob@example.com/ https://example.com:8443/x"},
@@ -142,5 +144,55 @@ func TestPEMWithoutEndIsNotBuffered(t *testing.T) {
 	}
 	if got := string(s.Flush(out)); got != "start\n"+Marker {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestCharacterClasses(t *testing.T) {
+	in := func(c *[256]bool, s string) bool {
+		for i := 0; i < len(s); i++ {
+			if !c[s[i]] {
+				return false
+			}
+		}
+		return true
+	}
+	out := func(c *[256]bool, s string) bool {
+		for i := 0; i < len(s); i++ {
+			if c[s[i]] {
+				return false
+			}
+		}
+		return true
+	}
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"alnum", in(classAlnum, "azAZ09") && out(classAlnum, "_-. @")},
+		{"b64url", in(classB64URL, "azAZ09_-") && out(classB64URL, ".+/= ")},
+		{"jwt", in(classJWT, "aZ9_-.") && out(classJWT, "+/= ")},
+		{"aws", in(classUpperNum, "AZ09") && out(classUpperNum, "az_")},
+		{"slack", in(classAlnumDash, "aZ9-") && out(classAlnumDash, "_. ")},
+		{"url user", in(classURLUser, "aZ9-._~%!$&'()*+,;=") && out(classURLUser, ":@/?# \n")},
+		{"url password", in(classURLPass, "aZ9-._~%!$&'()*+,;=:") && out(classURLPass, "@/?# \n")},
+		{"space", in(classSpace, " \t\n\r\v\f") && out(classSpace, "a-")},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("class %s is wrong", c.name)
+		}
+	}
+}
+
+// TestRuleWindows checks that every stride window lies inside its pattern:
+// a window past the end would let the skip miss the pattern.
+func TestRuleWindows(t *testing.T) {
+	for _, p := range rulePatterns() {
+		if p.window < 0 || p.window+ruleStride+1 > len(p.text) {
+			t.Errorf("pattern %q: window %d", p.text, p.window)
+		}
+	}
+	if authWindow+ruleStride+1 > len(authWord) {
+		t.Errorf("authorization window %d", authWindow)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"math/bits"
 )
 
-// maxPending bounds the queue of redacted spans found but not yet released;
-// past it the stream releases what it can before going on.
+// maxPending is how many redacted spans may be found between two releases.
+// Spans behind a held candidate cannot be released, so the queue may grow
+// past it, up to one span per held byte; the next release then waits for
+// maxPending more, which keeps the work per span constant.
 const maxPending = 64
 
 // interval is a redacted span [s, e) in absolute input positions.
@@ -28,12 +30,13 @@ type Stream struct {
 	pem    pemState
 	auth   authState
 
-	pending  []interval // sorted, disjoint, not adjacent
-	hold     []byte
-	pos      int64
-	emitted  int64
-	markOpen bool // the output ends with a marker covering up to emitted
-	done     bool
+	pending   []interval // sorted, disjoint, not adjacent
+	pendLimit int        // release once pending is longer
+	hold      []byte
+	pos       int64
+	emitted   int64
+	markOpen  bool // the output ends with a marker covering up to emitted
+	done      bool
 
 	// During a Redact call: the output so far, the caller's bytes, and the
 	// position of cur[0]; hold then covers [curBase-len(hold), curBase).
@@ -47,8 +50,9 @@ type Stream struct {
 // Redact appends to dst the bytes of p that are now safe to release, with
 // every credential replaced by Marker, and returns dst. Bytes that may
 // still turn out to be part of a credential are held back until a later
-// call or Flush decides them. p is not retained. After Flush, Redact appends
-// nothing.
+// call or Flush decides them. p is not retained, and dst must not overlap
+// p: a marker may be longer than what it replaces. After Flush, Redact
+// appends nothing.
 func (s *Stream) Redact(dst, p []byte) []byte {
 	if s.done {
 		return dst
@@ -71,12 +75,14 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 			}
 		}
 		i = s.scan(p, i)
-		if len(s.pending) > maxPending {
+		if len(s.pending) > s.pendLimit {
 			s.release(s.frontier(s.curBase + int64(i)))
+			s.pendLimit = len(s.pending) + maxPending
 		}
 	}
 	s.pos = s.curBase + int64(len(p))
 	s.release(s.frontier(s.pos))
+	s.pendLimit = len(s.pending) + maxPending
 	s.retain()
 	dst = s.dst
 	s.dst, s.cur = nil, nil
@@ -112,6 +118,7 @@ func (s *Stream) Held() int {
 // passes is refuted by bytes of p: no pattern can start there.
 func (a *automaton) skip(p []byte, i, stop int) int {
 	rg, ng, f := a.ruleGrams, a.needleGrams, a.filter
+	shift, needles := a.needleShift, a.hasNeedles
 	x := i
 	// Each round tests the digrams at x, x+2 and x+4 and, with needles, the
 	// 3-gram at x; a hit is resolved position by position over every start
@@ -119,8 +126,8 @@ func (a *automaton) skip(p []byte, i, stop int) int {
 	for x < stop && x+8 <= len(p) {
 		w := binary.LittleEndian.Uint64(p[x:])
 		m := rg[uint16(w)] || rg[uint16(w>>16)] || rg[uint16(w>>32)]
-		if a.hasNeedles && !m {
-			h := (uint32(w) & 0xffffff) * 0x9E3779B1 >> needleShift
+		if needles && !m {
+			h := (uint32(w) & 0xffffff) * 0x9E3779B1 >> shift
 			m = ng[h>>6]&(1<<(h&63)) != 0
 		}
 		if m {
@@ -209,7 +216,7 @@ func (s *Stream) scan(p []byte, i int) int {
 				return i
 			}
 		}
-		if len(s.pending) > maxPending {
+		if len(s.pending) > s.pendLimit {
 			break
 		}
 	}
@@ -297,7 +304,9 @@ func (s *Stream) release(f int64) {
 		s.markOpen = true
 		s.emitted = iv.e
 	}
-	s.pending = append(s.pending[:0], s.pending[k:]...)
+	if k > 0 {
+		s.pending = append(s.pending[:0], s.pending[k:]...)
+	}
 	if f > s.emitted {
 		s.emitRaw(s.emitted, f)
 		s.markOpen = false
