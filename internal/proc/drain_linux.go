@@ -83,21 +83,15 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 			c = g.waitQuiet(time.Now().Add(killBoundMs * time.Millisecond))
 		}
 	}
-	r.KillUnconfirmed = c.pids()
 	if g.exit != nil {
-		// Signalling is over: only now may the child's pid be released.
+		// Signalling the group is over: only now may the child's pid, and
+		// so the group id, be released.
 		var info childInfo
 		waitid(unix.P_PID, g.child, unix.WEXITED, &info)
 		r.ExitCode, r.Signal, r.ExitedAtMs = g.exit.exitCode, g.exit.signal, &g.exit.atMs
+		r.GroupEmptyVerified = g.verifyEmpty(time.Now().Add(killBoundMs*time.Millisecond), send)
 	}
-	g.reapOrphans()
-
-	// The verdict rests on the kernel, not on a walk of /proc: no process
-	// has the group id, and the guardian, subreaper of everything it
-	// started, has no child left at all.
 	after := g.look()
-	groupGone := g.exit != nil && unix.Kill(-g.child, 0) == unix.ESRCH
-	r.GroupEmptyVerified = groupGone && noChildren() && after.empty()
 	for pid := range escaped {
 		r.Escaped = append(r.Escaped, pid)
 	}
@@ -123,6 +117,29 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 	g.out.finish(r.OutputDrained)
 	r.FinishedAtMs = nowMs()
 	return r
+}
+
+// verifyEmpty reaps every child left and proves that nothing is: no
+// process has the group id, and the guardian, subreaper of everything it
+// started, has no child at all. The verdict rests on the kernel (kill and
+// waitid), not on a walk of /proc, which can miss a process while it is
+// being reparented; a straggler found meanwhile is killed outright.
+func (g *guardian) verifyEmpty(deadline time.Time, send func(unix.Signal, custody)) bool {
+	interval := 500 * time.Microsecond
+	for {
+		reapAll()
+		if unix.Kill(-g.child, 0) == unix.ESRCH && noChildren() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		if c := g.look(); !c.empty() {
+			send(unix.SIGKILL, c)
+		}
+		time.Sleep(interval)
+		interval = min(interval*2, 50*time.Millisecond)
+	}
 }
 
 // signalCustody sends sig to the child's group and to each escapee. The

@@ -118,6 +118,9 @@ func redirectToDevNull(fd int) {
 // child, the control socket and the first record.
 func startCustody(spec Spec) (_ *guardian, err error) {
 	redirectToDevNull(0)
+	// Compiling the redactor is the guardian's largest piece of work before
+	// the handoff; it overlaps the directory, pipe and spawn syscalls below.
+	compiled := compileRedactor(spec.Secrets)
 	if err := probeNonReaping(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): the guardian cannot observe an exit without reaping, so it refuses to start", err)
 	}
@@ -165,14 +168,7 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// The redactor sits between the pipe and the log: a raw secret never
-	// reaches the disk, and the secrets live only in this process.
-	redactor, err := redact.New(spec.Secrets)
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", err).With("field", "secrets")
-	}
-	g.redactText = redactor.String
-	g.out, err = newOutputCopier(g.mdir, spec, redactor.NewStream())
+	g.out, err = newOutputCopier(g.mdir, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +180,16 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 		g.out.abandon()
 		return nil, err
 	}
+	// The redactor sits between the pipe and the log: a raw secret never
+	// reaches the disk, and the secrets live only in this process. Until
+	// it is ready the child's output waits in the pipe.
+	c := <-compiled
+	if c.err != nil {
+		g.abortChild()
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", c.err).With("field", "secrets")
+	}
+	g.redactText = c.redactor.String
+	g.out.filter = c.redactor.NewStream()
 	go g.out.run()
 	if g.childTicks, err = StartTicks(g.child); err != nil {
 		// The child is ours and unreaped, so its stat exists even as a zombie.
@@ -437,5 +443,20 @@ func redactAll(redact func(string) string, args []string) []string {
 	for i, a := range args {
 		out[i] = redact(a)
 	}
+	return out
+}
+
+type compiledRedactor struct {
+	redactor *redact.Redactor
+	err      error
+}
+
+// compileRedactor builds the redactor in the background.
+func compileRedactor(secrets []string) <-chan compiledRedactor {
+	out := make(chan compiledRedactor, 1)
+	go func() {
+		r, err := redact.New(secrets)
+		out <- compiledRedactor{r, err}
+	}()
 	return out
 }

@@ -48,7 +48,9 @@ type outputCopier struct {
 	done    chan struct{} // closed at the pipe's EOF, after the last write
 }
 
-func newOutputCopier(mdir string, spec Spec, filter outputFilter) (*outputCopier, error) {
+// newOutputCopier creates the log and the pipe; the filter is set before
+// run starts.
+func newOutputCopier(mdir string, spec Spec) (*outputCopier, error) {
 	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create output log: %w", err)
@@ -68,7 +70,6 @@ func newOutputCopier(mdir string, spec Spec, filter outputFilter) (*outputCopier
 		pipe:     r,
 		writeEnd: w,
 		log:      log,
-		filter:   filter,
 		limit:    -1,
 		capHit:   make(chan struct{}),
 		done:     make(chan struct{}),

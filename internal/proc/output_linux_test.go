@@ -18,10 +18,11 @@ func newTestCopier(t *testing.T, limit *int64) *outputCopier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := newOutputCopier(t.TempDir(), Spec{MaxOutputBytes: limit}, r.NewStream())
+	o, err := newOutputCopier(t.TempDir(), Spec{MaxOutputBytes: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.filter = r.NewStream()
 	t.Cleanup(o.abandon)
 	return o
 }

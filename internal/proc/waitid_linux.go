@@ -56,6 +56,17 @@ func noChildren() bool {
 	return waitid(unix.P_ALL, 0, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, &info) == unix.ECHILD
 }
 
+// reapAll reaps every exited child. It is used only once the service's
+// own child is reaped, so it can take any child the kernel offers.
+func reapAll() {
+	for {
+		var info childInfo
+		if err := waitid(unix.P_ALL, 0, unix.WEXITED|unix.WNOHANG, &info); err != nil || info.Pid == 0 {
+			return
+		}
+	}
+}
+
 // si_code values of a SIGCHLD siginfo (asm-generic/siginfo.h).
 const (
 	cldExited = 1
