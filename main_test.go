@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			"reassemble":   cmdReassemble,
 			"nosecret":     cmdNoSecret,
 			"sigchild":     cmdSigChild,
+			"sigguardian":  cmdSigGuardian,
 			"heartbeats":   cmdHeartbeats,
 			"markended":    cmdMarkEnded,
 		},
@@ -452,21 +453,38 @@ func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// sigchild ID SIGNAL sends SIGSTOP, SIGCONT or SIGTERM to a monitor's own
-// child, checked against its recorded start time.
+// sigchild ID SIGNAL and sigguardian ID SIGNAL send SIGSTOP, SIGCONT or
+// SIGTERM to a monitor's own child or guardian, checked against the start
+// time recorded when the monitor started (read before any tampering).
 func cmdSigChild(ts *testscript.TestScript, neg bool, args []string) {
+	signalMonitor(ts, neg, args, "sigchild", func(m *state.Monitor) (int, uint64) { return m.PID, m.ChildStartTicks })
+}
+
+func cmdSigGuardian(ts *testscript.TestScript, neg bool, args []string) {
+	signalMonitor(ts, neg, args, "sigguardian", func(m *state.Monitor) (int, uint64) { return m.GuardianPID, m.GuardianStartTicks })
+}
+
+func signalMonitor(ts *testscript.TestScript, neg bool, args []string, name string, target func(*state.Monitor) (int, uint64)) {
 	sig := map[string]unix.Signal{"SIGSTOP": unix.SIGSTOP, "SIGCONT": unix.SIGCONT, "SIGTERM": unix.SIGTERM}
 	if neg || len(args) != 2 || sig[args[1]] == 0 {
-		ts.Fatalf("usage: sigchild MONITOR_ID SIGSTOP|SIGCONT|SIGTERM")
+		ts.Fatalf("usage: %s MONITOR_ID SIGSTOP|SIGCONT|SIGTERM", name)
 	}
-	m, err := stateDir(ts).LoadMonitor(args[0])
-	if err != nil {
-		ts.Fatalf("sigchild: %v", err)
+	key := name + ":" + args[0]
+	pid, ticks := 0, uint64(0)
+	if saved := ts.Getenv(key); saved != "" {
+		fmt.Sscan(saved, &pid, &ticks)
+	} else {
+		m, err := stateDir(ts).LoadMonitor(args[0])
+		if err != nil {
+			ts.Fatalf("%s: %v", name, err)
+		}
+		pid, ticks = target(m)
+		ts.Setenv(key, fmt.Sprint(pid, " ", ticks))
 	}
-	if !proc.Matches(m.PID, m.ChildStartTicks) {
-		ts.Fatalf("sigchild: child %d is not running", m.PID)
+	if !proc.Matches(pid, ticks) {
+		ts.Fatalf("%s: pid %d is not running", name, pid)
 	}
-	ts.Check(unix.Kill(m.PID, sig[args[1]]))
+	ts.Check(unix.Kill(pid, sig[args[1]]))
 }
 
 // heartbeats ID N waits until the monitor's heartbeat_seq reaches N, and

@@ -112,9 +112,14 @@ func respond(env *Env, g *globals, v any) error {
 	return protocol.WriteJSON(env.Stdout, v, g.pretty)
 }
 
-// flagsUsed reports whether any of the command's own flags were set.
+// flagsUsed reports whether any of the command's own flags were set (the
+// shared --pretty and --run do not count: they build no request).
 func flagsUsed(c *cobra.Command) bool {
 	used := false
-	c.LocalNonPersistentFlags().Visit(func(*pflag.Flag) { used = true })
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if c.Root().PersistentFlags().Lookup(f.Name) == nil {
+			used = true
+		}
+	})
 	return used
 }

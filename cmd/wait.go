@@ -55,7 +55,9 @@ output are in the observation); or unavailable (its custody is unverified:
 see procmon status). Each outcome exits 0.
 
 --output matches a literal in the redacted output that procmon logs shows,
-from its very start, so a line printed before the wait began counts.
+from its very start, so a line printed before the wait began counts; a
+text holding one of the service's credentials is refused, since the
+output shows it as [REDACTED].
 --exit holds once the service has ended with a verified receipt, whatever
 its exit code. --file needs a regular file at a clean path relative to the
 service's working directory, read whole while it did not change; symlinks,

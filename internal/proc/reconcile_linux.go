@@ -28,8 +28,9 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	}
 	m := o.Monitor
 	// A guardian that is alive but stopped renewing has lost custody; it is
-	// ours (pid and start time), so it is stopped before anything else.
-	if Matches(m.GuardianPID, m.GuardianStartTicks) {
+	// ours (pid and start time, in this boot: across a reboot the numbers
+	// name nobody), so it is stopped before anything else.
+	if m.BootID == state.BootID() && Matches(m.GuardianPID, m.GuardianStartTicks) {
 		signalExact(procStat{pid: m.GuardianPID, startTicks: m.GuardianStartTicks}, unix.SIGKILL)
 		waitGone([]Member{{m.GuardianPID, m.GuardianStartTicks}}, time.Now().Add(killBoundMs*time.Millisecond))
 	}

@@ -2,11 +2,13 @@
 // condition object, lexical validation of what a condition may name, the
 // evaluation of file evidence (one hardened read beneath the component root)
 // and of output evidence (a literal found in the redacted output stream),
-// and the inotify wake-up that tells a waiter when to look again.
+// the inotify wake-up that tells a waiter when to look again, and the loop
+// (Evaluate) that looks on every wake-up until an outcome is decided.
 //
 // The package only observes. It never signals a process, never writes
 // state, and never follows a symlink while evaluating a file condition:
-// a file reached through a symlink is refused, not read. Whether an exit
-// condition holds is decided by the caller from a verified terminal
-// receipt; this package only decodes that kind.
+// a file reached through a symlink is refused, not read. It does not know
+// how monitors are stored or how custody is proven: the caller says, on
+// every look, whether the monitor has a verified terminal receipt (which
+// is what satisfies an exit condition) or has lost verified custody.
 package wait

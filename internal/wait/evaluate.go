@@ -1,0 +1,389 @@
+//go:build linux
+
+package wait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The outcomes of a wait.
+const (
+	OutcomeSatisfied    = "satisfied"
+	OutcomeTimeout      = "timeout"
+	OutcomeProcessEnded = "process_ended"
+	OutcomeUnavailable  = "unavailable"
+)
+
+// Custody is one look at the monitor a wait is about, as its caller
+// decides it: this package does not know how monitors are stored or how
+// their custody is proven.
+type Custody struct {
+	Status string
+	// Terminal is true once a verified terminal receipt exists.
+	Terminal bool
+	// Unverified is true when custody cannot be proven (the monitor needs
+	// reconciliation): nothing it shows can satisfy a wait.
+	Unverified bool
+	// Why says what makes custody unverified.
+	Why string
+	// Reason, ExitCode and Signal come from the terminal receipt.
+	Reason   string
+	ExitCode *int
+	Signal   *string
+}
+
+// Target is the monitor a wait observes.
+type Target struct {
+	// Dir is the monitor's directory: its record is replaced and its log
+	// written there, so a watch on it wakes the wait on every change.
+	Dir string
+	// LogPath is the redacted output stream, which only grows.
+	LogPath string
+	// Root is the component root, with symlinks resolved; file conditions
+	// are resolved beneath it.
+	Root string
+	// Observe returns the monitor's custody now.
+	Observe func() (Custody, error)
+}
+
+// Options tune an evaluation. The zero value waits forever.
+type Options struct {
+	// Timeout ends the wait with outcome timeout; zero means none.
+	Timeout time.Duration
+	// Now is the clock for elapsed time and the timeout (default time.Now).
+	Now func() time.Time
+	// Recheck is how often custody is looked at without any event
+	// (default DefaultRecheck): a guardian can die without touching a file.
+	Recheck time.Duration
+
+	// checkFile replaces CheckFile in tests.
+	checkFile func(rootFD int, c Condition) FileObservation
+	// looked, when set, is called after each look that did not end the
+	// wait, so tests can change things at exactly that point.
+	looked func()
+}
+
+// DefaultRecheck is the safety re-check period. It only bounds how late a
+// lost guardian is noticed; every other change wakes the wait at once.
+const DefaultRecheck = 2 * time.Second
+
+// The bounds of the log tail a failed wait carries.
+const (
+	TailLines = 20
+	TailBytes = 8 << 10
+)
+
+// Evidence is what a wait found: its outcome and the observation behind it.
+type Evidence struct {
+	Outcome     string      `json:"outcome"`
+	Observation Observation `json:"observation"`
+}
+
+// Observation is the evidence of the last evaluation. Fields that do not
+// apply to the condition's kind or the monitor's state are left out.
+type Observation struct {
+	Status    string `json:"status"`
+	ElapsedMs int64  `json:"elapsed_ms"`
+	Why       string `json:"why,omitempty"`
+
+	// From the terminal receipt.
+	Reason   string  `json:"reason,omitempty"`
+	ExitCode *int    `json:"exit_code,omitempty"`
+	Signal   *string `json:"signal,omitempty"`
+
+	// Output conditions: where the text starts in the redacted stream,
+	// and how much of the stream was searched.
+	MatchOffset  *int64 `json:"match_offset,omitempty"`
+	ScannedBytes *int64 `json:"scanned_bytes,omitempty"`
+
+	// File conditions: the last look at the file, and every refusal seen
+	// during the wait, so a symlink that came and went is still named.
+	Path         string   `json:"path,omitempty"`
+	SHA256       string   `json:"sha256,omitempty"`
+	Size         *int64   `json:"size,omitempty"`
+	Refusal      string   `json:"refusal,omitempty"`
+	RefusalsSeen []string `json:"refusals_seen,omitempty"`
+
+	// LogTail is the end of the output when the wait did not succeed.
+	LogTail []string `json:"log_tail,omitempty"`
+}
+
+// Evaluate waits until c holds for the monitor at t, the monitor ends or
+// loses verified custody, the timeout passes, or ctx is done (then it
+// returns ctx's error). It looks again whenever the monitor directory or,
+// for a file condition, the directory the file would appear in changes,
+// and every opt.Recheck besides; it never polls faster. An output
+// condition is searched incrementally: each byte of the log is read once.
+//
+// Precedence: a monitor without verified custody is unavailable for every
+// kind; evidence present when the monitor is seen terminal (output read to
+// the log's end after that, a file checked once more) wins over
+// process_ended.
+func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence, error) {
+	if err := c.checkShape(); err != nil {
+		return Evidence{}, err
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Recheck <= 0 {
+		opt.Recheck = DefaultRecheck
+	}
+	if opt.checkFile == nil {
+		opt.checkFile = CheckFile
+	}
+	start := opt.Now()
+
+	w, err := NewWatcher(t.Dir)
+	if err != nil {
+		return Evidence{}, err
+	}
+	defer closeLater(w)
+
+	e := &evaluation{cond: c, target: t, opt: opt, rootFD: -1}
+	defer e.close()
+	if err := e.open(); err != nil {
+		return Evidence{}, err
+	}
+	var fileEvents <-chan struct{}
+	if e.fileWatch != nil {
+		fileEvents = e.fileWatch.Events()
+	}
+
+	var deadline <-chan time.Time
+	if opt.Timeout > 0 {
+		timer := time.NewTimer(opt.Timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	recheck := time.NewTicker(opt.Recheck)
+	defer recheck.Stop()
+
+	timedOut := false
+	for {
+		outcome, err := e.step()
+		if err != nil {
+			return Evidence{}, err
+		}
+		if outcome == "" && (timedOut || opt.Timeout > 0 && opt.Now().Sub(start) >= opt.Timeout) {
+			outcome = OutcomeTimeout
+		}
+		if outcome != "" {
+			return e.evidence(outcome, opt.Now().Sub(start)), nil
+		}
+		if opt.looked != nil {
+			opt.looked()
+		}
+		select {
+		case <-ctx.Done():
+			return Evidence{}, ctx.Err()
+		case _, ok := <-w.Events():
+			if !ok {
+				return Evidence{}, fmt.Errorf("watch %s: %w", t.Dir, w.Err())
+			}
+		case _, ok := <-fileEvents:
+			if !ok {
+				return Evidence{}, fmt.Errorf("watch %s: %w", t.Root, e.fileWatch.Err())
+			}
+			e.fileChanged = true
+		case <-recheck.C:
+			// Also covers changes no watch reports (writes through a
+			// shared mapping).
+			e.fileChanged = true
+		case <-deadline:
+			// Look once more: evidence that arrived with the deadline
+			// still counts.
+			timedOut, e.fileChanged = true, true
+		}
+	}
+}
+
+// evaluation is the state one wait carries between looks.
+type evaluation struct {
+	cond   Condition
+	target Target
+	opt    Options
+
+	custody Custody
+
+	log     *os.File
+	matcher *OutputMatcher
+
+	rootFD int
+	// fileWatch watches the directories towards the file, apart from the
+	// monitor directory: a chatty service's log writes must not make the
+	// wait read and hash the file again when it has not changed.
+	fileWatch   *Watcher
+	fileChanged bool
+	watched     map[string]bool
+	file        FileObservation
+	seen        []string
+}
+
+// open prepares what the condition's kind needs.
+func (e *evaluation) open() error {
+	switch e.cond.Kind {
+	case KindOutput:
+		e.matcher = NewOutputMatcher(e.cond.Text)
+	case KindFile:
+		fd, err := OpenRoot(e.target.Root)
+		if err != nil {
+			return err
+		}
+		e.rootFD = fd
+		if e.fileWatch, err = NewWatcher(); err != nil {
+			return err
+		}
+		e.fileChanged = true
+		e.watched = map[string]bool{}
+		e.file = FileObservation{Path: e.cond.Path}
+	}
+	return nil
+}
+
+func (e *evaluation) close() {
+	if e.log != nil {
+		e.log.Close()
+	}
+	if e.rootFD >= 0 {
+		unix.Close(e.rootFD)
+	}
+	if e.fileWatch != nil {
+		closeLater(e.fileWatch)
+	}
+}
+
+// step looks once and returns the outcome, or "" to keep waiting. Custody
+// is read before the evidence, so evidence read after a terminal custody
+// is all there will ever be.
+func (e *evaluation) step() (string, error) {
+	cust, err := e.target.Observe()
+	if err != nil {
+		return "", err
+	}
+	e.custody = cust
+	if cust.Unverified {
+		return OutcomeUnavailable, nil
+	}
+	held := false
+	switch e.cond.Kind {
+	case KindOutput:
+		held, err = e.lookAtOutput()
+		if err != nil {
+			return "", err
+		}
+	case KindFile:
+		// Checked when something towards it changed, and once more when
+		// the monitor is seen terminal.
+		if e.fileChanged || cust.Terminal {
+			held = e.lookAtFile()
+		}
+	case KindExit:
+		held = cust.Terminal
+	}
+	switch {
+	case held:
+		return OutcomeSatisfied, nil
+	case cust.Terminal:
+		return OutcomeProcessEnded, nil
+	}
+	return "", nil
+}
+
+// lookAtOutput feeds the matcher whatever the log gained since the last
+// look.
+func (e *evaluation) lookAtOutput() (bool, error) {
+	if e.log == nil {
+		f, err := os.Open(e.target.LogPath)
+		if errors.Is(err, os.ErrNotExist) {
+			// Not created yet; its creation wakes the watch.
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("open output log: %w", err)
+		}
+		e.log = f
+	}
+	_, found, err := e.matcher.FeedFrom(e.log)
+	if err != nil {
+		return false, fmt.Errorf("read output log: %w", err)
+	}
+	return found, nil
+}
+
+// lookAtFile makes sure the deepest existing directory towards the file is
+// watched, then checks the file. Watching first means a change made after
+// the check always wakes the wait.
+func (e *evaluation) lookAtFile() bool {
+	dir := NearestDir(e.target.Root, e.cond.Path)
+	if !e.watched[dir] {
+		// A directory that vanished before it could be watched is noticed
+		// through its parent, which is watched already.
+		if err := e.fileWatch.Add(dir); err == nil {
+			e.watched[dir] = true
+		}
+	}
+	e.fileChanged = false
+	obs := e.opt.checkFile(e.rootFD, e.cond)
+	e.file = obs
+	if r := obs.Refusal; r != "" && r != ReasonAbsent && !contains(e.seen, r) {
+		e.seen = append(e.seen, r)
+	}
+	return obs.Satisfied
+}
+
+// closeLater closes a watcher without waiting for it. Closing an inotify
+// descriptor that holds watches waits for the kernel to retire them (an
+// SRCU grace period, often milliseconds); the evidence need not wait too.
+func closeLater(w *Watcher) { go w.Close() }
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// evidence assembles the observation behind an outcome.
+func (e *evaluation) evidence(outcome string, elapsed time.Duration) Evidence {
+	cust := e.custody
+	o := Observation{
+		Status:    cust.Status,
+		ElapsedMs: elapsed.Milliseconds(),
+	}
+	if cust.Unverified {
+		o.Why = cust.Why
+	}
+	if cust.Terminal {
+		o.Reason, o.ExitCode, o.Signal = cust.Reason, cust.ExitCode, cust.Signal
+	}
+	switch e.cond.Kind {
+	case KindOutput:
+		scanned := e.matcher.Consumed()
+		o.ScannedBytes = &scanned
+		if off, found := e.matcher.Found(); found {
+			o.MatchOffset = &off
+		}
+	case KindFile:
+		o.Path = e.cond.Path
+		o.SHA256 = e.file.SHA256
+		o.Refusal = e.file.Refusal
+		if e.file.SHA256 != "" || e.file.Refusal == ReasonTooLarge {
+			size := e.file.Size
+			o.Size = &size
+		}
+		o.RefusalsSeen = e.seen
+	}
+	if outcome != OutcomeSatisfied {
+		o.LogTail = Tail(e.target.LogPath, TailLines, TailBytes)
+	}
+	return Evidence{Outcome: outcome, Observation: o}
+}

@@ -1,0 +1,227 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
+)
+
+// waitingSignals are the signals the waiting command may send.
+var waitingSignals = map[string]unix.Signal{"INT": unix.SIGINT, "TERM": unix.SIGTERM}
+
+// waiting [-signal INT|TERM] COUNT waits until at least COUNT `procmon
+// wait` processes started by this script are blocked on their inotify
+// watch (a wait creates it only after its signal handlers are in place, so
+// from then on a signal is answered, not fatal); with -signal it then
+// sends each of them that signal. No event announces a watch in another
+// process, so this looks at /proc every 10 ms, within patience.
+func cmdWaiting(ts *testscript.TestScript, neg bool, args []string) {
+	usage := func() { ts.Fatalf("usage: waiting [-signal INT|TERM] COUNT") }
+	var sig unix.Signal
+	if len(args) == 3 && args[0] == "-signal" {
+		s, ok := waitingSignals[args[1]]
+		if !ok {
+			usage()
+		}
+		sig, args = s, args[2:]
+	}
+	if neg || len(args) != 1 {
+		usage()
+	}
+	count, err := strconv.Atoi(args[0])
+	if err != nil || count < 1 {
+		usage()
+	}
+	stateDir := ts.Getenv("PROCMON_STATE_DIR")
+	pids, ok := awaitWaiting(stateDir, count)
+	if !ok {
+		ts.Fatalf("waiting: %d of %d procmon wait processes watching after %v", len(pids), count, patience)
+	}
+	if sig != 0 {
+		for _, pid := range pids {
+			if err := signalWaiting(pid, stateDir, sig); err != nil {
+				ts.Fatalf("waiting: signal %d: %v", pid, err)
+			}
+		}
+	}
+}
+
+// awaitWaiting polls for count waiting processes of stateDir and returns
+// the ones it found.
+func awaitWaiting(stateDir string, count int) ([]int, bool) {
+	deadline := time.Now().Add(patience)
+	for {
+		pids := waitingProcs(stateDir)
+		if len(pids) >= count {
+			return pids, true
+		}
+		if time.Now().After(deadline) {
+			return pids, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitingProcs lists the `procmon wait` processes that this test process
+// started with the state directory stateDir and that hold an inotify
+// descriptor. Scripts run in parallel, so the state directory tells whose
+// a wait is.
+func waitingProcs(stateDir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && isWaiting(pid, stateDir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func isWaiting(pid int, stateDir string) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	// The fields after the command name: state, then the parent's pid.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+		return false
+	}
+	cmdline, _ := os.ReadFile(dir + "/cmdline")
+	argv := strings.Split(string(cmdline), "\x00")
+	if len(argv) < 2 || filepath.Base(argv[0]) != "procmon" || argv[1] != "wait" {
+		return false
+	}
+	environ, _ := os.ReadFile(dir + "/environ")
+	if !bytes.Contains(append([]byte{0}, environ...), []byte("\x00PROCMON_STATE_DIR="+stateDir+"\x00")) {
+		return false
+	}
+	fds, _ := os.ReadDir(dir + "/fd")
+	for _, fd := range fds {
+		if target, _ := os.Readlink(dir + "/fd/" + fd.Name()); target == "anon_inode:inotify" {
+			return true
+		}
+	}
+	return false
+}
+
+// signalWaiting signals a waiting process through a pidfd, checked again
+// after it is opened, so a pid reused meanwhile is never signalled.
+func signalWaiting(pid int, stateDir string, sig unix.Signal) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if !isWaiting(pid, stateDir) {
+		return errors.New("no longer a waiting procmon wait")
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// hardlink OLD NEW gives the file OLD a second name NEW.
+func cmdHardlink(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: hardlink OLD NEW")
+	}
+	if err := os.Link(ts.MkAbs(args[0]), ts.MkAbs(args[1])); err != nil {
+		ts.Fatalf("hardlink: %v", err)
+	}
+}
+
+// TestWaitTerminated checks what a script cannot see: the exit status of
+// a wait ended by SIGTERM is exactly 130, its one response is the typed
+// error, and the service keeps running.
+func TestWaitTerminated(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	t.Cleanup(func() { killLeftovers(stateDir) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	procmon := func(args ...string) *exec.Cmd {
+		c := exec.Command(exe, args...)
+		c.Args[0] = "procmon"
+		c.Dir = t.TempDir()
+		c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=", "XDG_STATE_HOME=")
+		return c
+	}
+	field := func(out []byte, path string) string {
+		var obj map[string]any
+		if err := json.Unmarshal(out, &obj); err != nil {
+			t.Fatalf("response %q: %v", out, err)
+		}
+		var v any = obj
+		for _, k := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		s, _ := v.(string)
+		return s
+	}
+	run := func(args ...string) []byte {
+		out, err := procmon(args...).Output()
+		if err != nil {
+			t.Fatalf("procmon %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+
+	run("configure", "--enable")
+	id := field(run("start", "--", "sleeper"), "monitor_id")
+
+	w := procmon("wait", id, "--output", "never printed")
+	var stdout bytes.Buffer
+	w.Stdout = &stdout
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := awaitWaiting(stateDir, 1); !ok {
+		w.Process.Kill()
+		w.Wait()
+		t.Fatalf("procmon wait never started watching")
+	}
+	if err := w.Process.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = w.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 130 {
+		t.Fatalf("procmon wait after SIGTERM: %v, want exit status 130", err)
+	}
+	if lines := strings.Count(stdout.String(), "\n"); lines != 1 {
+		t.Fatalf("procmon wait wrote %d lines, want one response: %q", lines, stdout.String())
+	}
+	if code := field(stdout.Bytes(), "error.code"); code != "wait_interrupted" {
+		t.Fatalf("error code %q, want wait_interrupted: %s", code, stdout.String())
+	}
+
+	if status := field(run("status", id), "status"); status != "running" {
+		t.Fatalf("status after the interrupted wait: %s, want running", status)
+	}
+	run("cancel", id)
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
+	}
+}
