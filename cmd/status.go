@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
+	"procmon/internal/state"
 )
 
 type statusRequest struct {
@@ -58,6 +59,9 @@ func runStatus(env *Env, id string) (*monitorView, error) {
 	}
 	if err := admitMonitor(env, dir, o.Monitor, "process_status"); err != nil {
 		return nil, err
+	}
+	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
+		proc.LiveCounters(dir, o.Monitor)
 	}
 	v := viewOf(o)
 	return &v, nil

@@ -30,7 +30,7 @@ echo "$start"
 id=$(echo "$start" | field monitor_id)
 pid=$(echo "$start" | field pid)
 
-say procmon wait "$id" --output "Serving HTTP" --timeout 30
+say procmon wait "$id" --output "'Serving HTTP'" --timeout 30
 "$procmon" wait "$id" --output "Serving HTTP" --timeout 30 --pretty
 
 say "curl http://127.0.0.1:$port/"

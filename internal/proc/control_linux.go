@@ -28,8 +28,9 @@ type controlReply struct {
 	Receipt *state.Receipt `json:"receipt,omitempty"`
 	Phase   string         `json:"phase,omitempty"`
 	Text    *string        `json:"text,omitempty"`
-	// Captured and LogError are the live output counters.
+	// Captured, Logged and LogError are the live output counters.
 	Captured int64               `json:"captured,omitempty"`
+	Logged   int64               `json:"logged,omitempty"`
 	LogError string              `json:"log_error,omitempty"`
 	Error    *protocol.ErrorBody `json:"error,omitempty"`
 }
@@ -122,6 +123,7 @@ func (g *guardian) handle(conn *net.UnixConn) {
 			reply.Phase = state.PhaseTerminal
 		}
 		reply.Captured = g.out.captured.Load()
+		reply.Logged = g.out.logBytes.Load()
 		if e := g.out.logErr.Load(); e != nil {
 			reply.LogError = *e
 		}
@@ -221,6 +223,7 @@ func LiveCounters(dir *state.Dir, m *state.Monitor) {
 		return
 	}
 	m.CapturedBytes = max(m.CapturedBytes, reply.Captured)
+	m.LogBytes = max(m.LogBytes, reply.Logged)
 	if reply.LogError != "" {
 		m.LogError = reply.LogError
 	}
