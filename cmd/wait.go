@@ -79,7 +79,7 @@ running.`,
 			var id string
 			var cond wait.Condition
 			var timeoutSeconds *int64
-			if len(args) == 1 || waitFlagsUsed(c) {
+			if len(args) == 1 || flagsUsed(c) {
 				if len(args) == 1 {
 					id = args[0]
 				}
@@ -117,18 +117,6 @@ running.`,
 	c.Flags().StringVar(&digest, "sha256", "", "with --file: only a file with this digest (64 lowercase hex digits) counts")
 	c.Flags().Int64Var(&timeout, "timeout", 0, "give up after this many seconds with outcome timeout")
 	return c
-}
-
-// waitFlagsUsed reports whether any flag that builds a request was set.
-// (flagsUsed cannot tell: the flag set it visits is a copy that records
-// no flag as set.)
-func waitFlagsUsed(c *cobra.Command) bool {
-	for _, name := range []string{"output", "exit", "file", "sha256", "timeout"} {
-		if c.Flags().Changed(name) {
-			return true
-		}
-	}
-	return false
 }
 
 // conditionFromFlags builds the condition that exactly one of --output,
