@@ -13,7 +13,7 @@ import (
 // reused pid can never stand in for the owner.
 func watchOwner(o state.Owner) <-chan struct{} {
 	gone := make(chan struct{})
-	fd, err := unix.PidfdOpen(o.PID, 0)
+	fd, err := unix.PidfdOpen(o.PID, unix.PIDFD_NONBLOCK)
 	if err != nil {
 		close(gone)
 		return gone
@@ -24,7 +24,9 @@ func watchOwner(o state.Owner) <-chan struct{} {
 		return gone
 	}
 	// The pidfd goes to the runtime poller, which wakes when the owner
-	// exits: no thread is parked for it.
+	// exits: no thread is parked for it. The poller takes only
+	// non-blocking descriptors, hence PIDFD_NONBLOCK: with a blocking one
+	// the wait returns at once and the owner looks gone.
 	f := os.NewFile(uintptr(fd), "owner-pidfd")
 	rc, err := f.SyscallConn()
 	if err != nil {
