@@ -37,12 +37,10 @@
 # ~150 slots, so it stores the same settings with command_limit null (the
 # slot is still taken, durably, on every start).
 set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/procmon-bench.XXXXXX")
-export PROCMON_STATE_DIR="$tmp/state"
-unset PROCMON_RUN
+bench_init procmon-bench
 # A private tmux server: its socket lives in the temp dir (tmux -S), so
 # that nothing is left in /tmp/tmux-UID when the server is killed.
 sock="$tmp/tmux-procmon-bench-$$"
@@ -63,17 +61,21 @@ ours() { # pids of live processes running this run's binaries
 	done
 }
 cleanup() {
-	local rc=$? pass id d p left=""
+	local rc=$? d left=""
 	trap - INT TERM
 	if [[ ! -e "$tmp/clean" && -x "$tmp/procmon" ]]; then
 		echo "cleaning up after an interrupted run ..." >&2
-		for pass in 1 2 3 4 5; do
+		for _ in 1 2 3 4 5; do
 			sleep 0.3 # let a start in flight reach its handoff
 			for d in "$PROCMON_STATE_DIR"/monitors/m_*; do
-				[[ -d "$d" ]] && "$tmp/procmon" cancel --grace 1 "${d##*/}" >/dev/null 2>&1 || true
+				if [[ -d "$d" ]]; then
+					"$tmp/procmon" cancel --grace 1 "${d##*/}" >/dev/null 2>&1 || true
+				fi
 			done
 			for d in "$tmp"/holders/*; do
-				[[ -d "$d" ]] && "$tmp/holder" stop "$d" >/dev/null 2>&1 || true
+				if [[ -d "$d" ]]; then
+					"$tmp/holder" stop "$d" >/dev/null 2>&1 || true
+				fi
 			done
 			left=$(ours)
 			[[ -z "$left" ]] && break
@@ -83,33 +85,30 @@ cleanup() {
 		tmux -S "$sock" kill-server >/dev/null 2>&1 || true
 	fi
 	if [[ -n "$left" ]]; then
-		echo "NOT CLEAN: still running from this run: $(echo $left); kept $tmp" >&2
-		rc=1
-	elif [[ -z "${BENCH_KEEP:-}" ]]; then
-		rm -rf "$tmp"
-	else
-		echo "kept $tmp" >&2
+		# the temp dir is kept: it says what those processes were doing
+		echo "NOT CLEAN: still running from this run: ${left//$'\n'/ }; kept $tmp" >&2
+		exit 1
 	fi
-	exit "$rc"
+	bench_finish "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_traps cleanup
 
 echo "building procmon and the holder into $tmp ..." >&2
 if [[ -n "${BENCH_PROCMON:-}" ]]; then
 	cp "$BENCH_PROCMON" "$tmp/procmon" # a prebuilt variant, to compare builds
 else
-	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/procmon" .)
+	bench_build procmon .
 fi
-(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/holder" ./bench/holder)
+bench_build holder ./bench/holder
 
-python3 - "$tmp" <<'PY'
+bench_python <<'PY'
 import json, os, shutil, statistics, subprocess, sys, time
 
 tmp = sys.argv[1]
-PM = os.path.join(tmp, "procmon")
+sys.path.insert(0, tmp)  # benchlib.py, from bench/lib.sh
+from benchlib import PM, call, configure, kib, log, med, p10_p90, proc_kib, record, started, still_alive, track
+
 HD = os.path.join(tmp, "holder")
-STATE = os.environ["PROCMON_STATE_DIR"]
 N = max(20, int(os.environ.get("BENCH_N", "31")))
 BURST = int(os.environ.get("BENCH_BURST", "50"))
 WARM = 3
@@ -117,56 +116,9 @@ HAVE_TMUX = shutil.which("tmux") is not None
 TM = ["tmux", "-S", os.environ["BENCH_TMUX_SOCK"], "-f", "/dev/null"]
 SLEEP = ["sleep", "1000"]
 
-# Every process started, as (pid, start ticks, what), checked at the end.
-started = []
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def ticks(pid):
-    """Start time of pid in clock ticks, or None when it is gone / a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            s = f.read()
-    except OSError:
-        return None
-    fields = s[s.rindex(")") + 2:].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def track(pid, what):
-    started.append((pid, ticks(pid), what))
-
-
-def run(argv, stdin=None):
-    """Run argv, return (wall ms, stdout). Fails loudly on a non-zero exit."""
-    t0 = time.perf_counter_ns()
-    p = subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       stdin=None if stdin is not None else subprocess.DEVNULL)
-    t1 = time.perf_counter_ns()
-    if p.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit {p.returncode}\n{p.stdout.decode()}{p.stderr.decode()}")
-    return (t1 - t0) / 1e6, p.stdout
-
-
-def rss_kib(pid, key="VmRSS", path="/proc/{}/status"):
-    try:
-        with open(path.format(pid)) as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
 
 def guardian_pid(mid):
-    with open(os.path.join(STATE, "monitors", mid, "record.json")) as f:
-        return json.load(f)["body"]["guardian_pid"]
+    return record(mid)["guardian_pid"]
 
 
 # --- the three ways to start a service -------------------------------------
@@ -175,7 +127,7 @@ monitors, holders, sessions = [], [], []
 
 
 def pm_start():
-    ms, out = run([PM, "start", "--", *SLEEP])
+    ms, out = call([PM, "start", "--", *SLEEP])
     r = json.loads(out)
     assert r["status"] == "running" and r["pid"] == r["pgid"], r
     mid = r["monitor_id"]
@@ -188,7 +140,7 @@ def pm_start():
 def hd_start():
     nth["hd"] += 1
     d = os.path.join(tmp, "holders", str(nth["hd"]))
-    ms, out = run([HD, "start", d, "--", *SLEEP])
+    ms, out = call([HD, "start", d, "--", *SLEEP])
     r = json.loads(out)
     holders.append(d)
     track(r["pid"], f"holder child {r['pid']}")
@@ -199,13 +151,13 @@ def hd_start():
 def tm_start():
     nth["tm"] += 1
     name = f"s{nth['tm']}"
-    ms, _ = run(TM + ["new-session", "-d", "-s", name, " ".join(SLEEP)])
+    ms, _ = call(TM + ["new-session", "-d", "-s", name, " ".join(SLEEP)])
     sessions.append(name)
     return ms, name
 
 
 def tm_server_pid():
-    _, out = run(TM + ["display-message", "-p", "#{pid}"])
+    _, out = call(TM + ["display-message", "-p", "#{pid}"])
     return int(out)
 
 
@@ -216,14 +168,14 @@ def tm_pane_pids():
 
 
 def pm_cancel(mid):
-    ms, out = run([PM, "cancel", mid])
+    ms, out = call([PM, "cancel", mid])
     r = json.loads(out)
     assert r["status"] == "cancelled" and r["group_empty_verified"] and r["containment"] == "complete", r
     return ms
 
 
 def hd_stop(d):
-    ms, _ = run([HD, "stop", d])
+    ms, _ = call([HD, "stop", d])
     return ms
 
 
@@ -239,13 +191,8 @@ def cpu_idle(secs):
     return (i1 - i0) / max(t1 - t0, 1)
 
 
-def med(xs):
-    return statistics.median(xs)
-
-
 def spread(xs):
-    q = statistics.quantiles(xs, n=10)
-    return f"p10 {q[0]:.1f} / p90 {q[-1]:.1f}"
+    return "p10 {:.1f} / p90 {:.1f}".format(*p10_p90(xs))
 
 
 rows = []  # (measure, procmon, holder, tmux, ratio, target, verdict)
@@ -260,16 +207,12 @@ try:
     # Settings: the seed's example (configure --enable) with the per-run
     # command limit lifted, since this run takes ~100 command slots and a
     # slot costs the same durable write with or without a limit.
-    run([PM, "configure", "--enable"])
-    _, out = run([PM, "configure", "--show"])
-    settings = json.loads(out)["settings"]
-    settings["sandbox"]["command_limit"] = None
-    run([PM, "configure"], stdin=json.dumps(settings).encode())
+    configure(command_limit=None)
 
     load0 = open("/proc/loadavg").read().split()[0]
     idle0 = cpu_idle(0.5)
     nprocs = sum(1 for d in os.listdir("/proc") if d.isdigit())
-    floor = [run(["true"])[0] for _ in range(WARM + N)][WARM:]
+    floor = [call(["true"])[0] for _ in range(WARM + N)][WARM:]
 
     # 3. RSS: one service each, measured once they have settled.
     log("RSS ...")
@@ -282,9 +225,10 @@ try:
         track(rss_tm, "tmux server")
     time.sleep(0.5)
     rss_g = guardian_pid(rss_mid)
-    rss = {"guardian": rss_kib(rss_g), "guardian_anon": rss_kib(rss_g, "RssAnon"),
-           "guardian_file": rss_kib(rss_g, "RssFile"), "holder": rss_kib(rss_hpid),
-           "tmux": rss_kib(rss_tm) if rss_tm else None}
+    gk = proc_kib(rss_g, ("VmRSS", "RssAnon", "RssFile")) or {}
+    rss = {"guardian": gk.get("VmRSS"), "guardian_anon": gk.get("RssAnon"),
+           "guardian_file": gk.get("RssFile"), "holder": kib(rss_hpid),
+           "tmux": kib(rss_tm) if rss_tm else None}
     bench_t0 = time.monotonic()
 
     # 1. start -> durable running handoff, interleaved so drift hits all three.
@@ -341,7 +285,7 @@ try:
             burst[k].append((time.perf_counter_ns() - t0) / 1e6)
         if pss_g is None:
             # What one more guardian costs once BURST of them share the binary's pages.
-            pss_g = rss_kib(guardian_pid(refs["pm"][-1]), "Pss", "/proc/{}/smaps_rollup")
+            pss_g = kib(guardian_pid(refs["pm"][-1]), "Pss", "smaps_rollup")
         t0 = time.perf_counter_ns()
         for mid in refs["pm"]:
             pm_cancel(mid)
@@ -359,7 +303,7 @@ try:
     rows.append((f"then cancel/stop all {BURST} (total ms)", f"{tc:.0f}", f"{th:.0f}", "-", f"{tc / th:.2f}x", "", ""))
 
     # RSS again, now that the first guardian has lived through the bench.
-    rss_later = rss_kib(rss_g)
+    rss_later = kib(rss_g)
     later_s = time.monotonic() - bench_t0 + 0.5
     mib = lambda k: f"{k / 1024:.1f}" if k is not None else "?"
     rows.append(("RSS after start (MiB)", mib(rss["guardian"]), mib(rss["holder"]), mib(rss["tmux"]) if HAVE_TMUX else "-",
@@ -381,12 +325,7 @@ finally:
         for pid in tm_pane_pids():
             track(pid, f"tmux pane {pid}")
         subprocess.run(TM + ["kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 5
-    while True:
-        left = [w for pid, tk, w in started if tk is not None and ticks(pid) == tk]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    left = [w for _, _, w in still_alive(started, 5)]
 
 if not left:
     open(os.path.join(tmp, "clean"), "w").close()  # nothing for the shell's fallback to do

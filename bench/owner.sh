@@ -29,175 +29,53 @@
 # PROCMON_STATE_DIR); signals only the owner processes it started, by pid
 # after checking their start time.
 set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/procmon-owner.XXXXXX")
-export PROCMON_STATE_DIR="$tmp/state"
-unset PROCMON_RUN
-
-start_ticks() { # start time of pid in clock ticks, empty when gone
-	local s
-	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	s=${s##*) }
-	# shellcheck disable=SC2086
-	set -- $s
-	[[ $1 == Z || $1 == X ]] || echo "${20}"
-}
+bench_init procmon-owner
 
 # Fallback for an interrupted run: end every run it created (which drains
 # their monitors in parallel), cancel any monitor still live, and kill an
 # owner it started that is still there (pid and start time must match).
-cleanup() {
-	local rc=$?
-	if [[ -s "$tmp/ledger" && -x "$tmp/procmon" ]]; then
-		while read -r kind arg ticks; do
-			case "$kind" in
-			run) PROCMON_RUN="$arg" "$tmp/procmon" run end >/dev/null 2>&1 || true ;;
-			owner) [[ "$(start_ticks "$arg")" == "$ticks" ]] && kill -KILL "$arg" 2>/dev/null || true ;;
-			esac
-		done <"$tmp/ledger"
-		while read -r kind arg _; do
-			[[ $kind == monitor ]] || continue
-			"$tmp/procmon" cancel --grace 1 "$arg" >/dev/null 2>&1 || true
-		done <"$tmp/ledger"
-	fi
-	if [[ -z "${BENCH_KEEP:-}" ]]; then
-		rm -rf "$tmp"
-	else
-		echo "kept $tmp" >&2
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_traps bench_ledger_cleanup
 
 echo "building procmon into $tmp ..." >&2
-(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/procmon" .)
+bench_build procmon .
 
-python3 - "$tmp" <<'PY'
-import json, os, signal, statistics, subprocess, sys, threading, time
+bench_python <<'PY'
+import os, signal, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
 
-tmp = sys.argv[1]
-PM = os.path.join(tmp, "procmon")
-STATE = os.environ["PROCMON_STATE_DIR"]
+sys.path.insert(0, sys.argv[1])  # benchlib.py, from bench/lib.sh
+from benchlib import (CLK, configure, loadavg, log, med, note, pm, proc_kib, record, started, stat,
+                      still_alive, track)
+
 REPS = max(1, int(os.environ.get("BENCH_OWNER_REPS", "7")))
 NMON = int(os.environ.get("BENCH_MONITORS", "200"))
 WATCH = int(os.environ.get("BENCH_WATCH", "60"))
 PAR = max(1, int(os.environ.get("BENCH_PAR", "4")))
-CLK = os.sysconf("SC_CLK_TCK")
-ledger = open(os.path.join(tmp, "ledger"), "a", buffering=1)
-ledger_lock = threading.Lock()
-started = []  # (pid, start ticks, what): all must be gone at the end
-started_lock = threading.Lock()
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def note(line):
-    with ledger_lock:
-        ledger.write(line + "\n")
-
-
-def stat(pid):
-    """(state, start ticks, utime+stime ticks) of pid, or None when gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            s = f.read()
-    except OSError:
-        return None
-    x = s[s.rindex(")") + 2:].split()
-    return x[0], int(x[19]), int(x[11]) + int(x[12])
-
-
-def alive(pid, ticks):
-    s = stat(pid)
-    return s is not None and s[0] not in ("Z", "X") and s[1] == ticks
-
-
-def track(pid, what):
-    s = stat(pid)
-    with started_lock:
-        started.append((pid, s[1] if s else None, what))
-    return s[1] if s else None
-
-
-def status_kib(pid, keys=("VmRSS", "RssAnon")):
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                k = line.split(":", 1)[0]
-                if k in keys:
-                    out[k] = int(line.split()[1])
-    except OSError:
-        return None
-    return out
-
-
-def pm(*args, stdin=None, run=None):
-    env = dict(os.environ)
-    if run:
-        env["PROCMON_RUN"] = run
-    p = subprocess.run([PM, *args], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                       stdin=None if stdin is not None else subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise SystemExit(f"procmon {' '.join(args)}: exit {p.returncode}\n{p.stdout.decode()}{p.stderr.decode()}")
-    return json.loads(p.stdout)
-
-
-def record(mid):
-    with open(os.path.join(STATE, "monitors", mid, "record.json")) as f:
-        return json.load(f)["body"]
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-def configure(grace, limit):
-    pm("configure", stdin=json.dumps({"sandbox": {
-        "mode": "host", "process_monitor": True,
-        "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": None},
-        "monitor_owner_grace_seconds": grace, "monitor_timeout_seconds": None,
-        "max_output_bytes": 1000000, "command_limit": limit}}).encode())
 
 
 def start_sleep(run, label):
     r = pm("start", "--name", label, "--", "sleep", "1000", run=run)
     assert r["status"] == "running", r
     mid = r["monitor_id"]
-    note(f"monitor {mid}")
+    note("monitor", mid)
     g = record(mid)["guardian_pid"]
     return dict(mid=mid, pid=r["pid"], pticks=track(r["pid"], f"service {r['pid']} ({label})"),
                 gpid=g, gticks=track(g, f"guardian {g} ({label})"))
 
 
-def gone_within(items, seconds):
-    """Waits (10 ms steps) until none of (pid, ticks) is alive; returns the
-    ones still alive after the bound."""
-    end = time.monotonic() + seconds
-    while True:
-        left = [(p, t) for p, t in items if t is not None and alive(p, t)]
-        if not left or time.monotonic() > end:
-            return left
-        time.sleep(0.01)
-
-
 # --- part 1: owner exit -----------------------------------------------------
-configure(30, 20)
+configure()  # the example settings: owner grace 30 s, 20 starts per run
 log(f"part 1: {REPS} x (owner + 20 sleeps, kill the owner); load {loadavg()}")
 p1 = []
 for rep in range(1, REPS + 1):
     owner = subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL)
     oticks = stat(owner.pid)[1]
-    note(f"owner {owner.pid} {oticks}")
+    note("owner", owner.pid, oticks)
     run = pm("run", "new", "--owner-pid", str(owner.pid))["run_id"]
-    note(f"run {run}")
+    note("run", run)
     t0 = time.perf_counter()
     mons = [start_sleep(run, f"o{rep}-{i}") for i in range(20)]
     fill_s = time.perf_counter() - t0
@@ -226,7 +104,8 @@ for rep in range(1, REPS + 1):
     fin = [record(m["mid"])["receipt"]["finished_at_ms"] for m in mons]
     rc = [record(m["mid"])["receipt"] for m in mons]
     assert all(r["group_empty_verified"] and r["containment"] == "complete" for r in rc), rc
-    left = gone_within([(m["pid"], m["pticks"]) for m in mons] + [(m["gpid"], m["gticks"]) for m in mons], 5)
+    left = still_alive([(m["pid"], m["pticks"]) for m in mons] + [(m["gpid"], m["gticks"]) for m in mons], 5,
+                       step=0.01)
     pm("run", "end", run=run)
     res = dict(seen=seen_s, first=(min(fin) - t_kill_ms) / 1000, last=(max(fin) - t_kill_ms) / 1000,
                fill=fill_s, polls=polls, left=len(left), load=la)
@@ -236,9 +115,9 @@ for rep in range(1, REPS + 1):
         f"filled in {fill_s:.1f} s; left alive {len(left)}; load {la}")
 
 # --- part 2: 200 monitors ---------------------------------------------------
-configure(3, None)
+configure(monitor_owner_grace_seconds=3, command_limit=None)
 run = pm("run", "new")["run_id"]
-note(f"run {run}")
+note("run", run)
 load_before = loadavg()
 log(f"part 2: starting {NMON} sleeps ({PAR} at a time); load {load_before}")
 t0 = time.perf_counter()
@@ -254,13 +133,9 @@ def cpu_ticks():
     """(utime, stime) summed over the guardians, in clock ticks."""
     u = k = 0
     for m in mons:
-        try:
-            with open(f"/proc/{m['gpid']}/stat") as f:
-                x = f.read()
-        except OSError:
-            continue
-        x = x[x.rindex(")") + 2:].split()
-        u, k = u + int(x[11]), k + int(x[12])
+        s = stat(m["gpid"])
+        if s:
+            u, k = u + s[2], k + s[3]
     return u, k
 
 
@@ -288,7 +163,7 @@ while True:
     next_t += 5
 cpu1, tw1 = cpu_ticks(), time.monotonic()
 load_after = loadavg()
-mem = [status_kib(m["gpid"], ("VmRSS", "RssAnon", "Threads")) or {} for m in mons]
+mem = [proc_kib(m["gpid"], ("VmRSS", "RssAnon", "Threads")) or {} for m in mons]
 threads = sum(x.get("Threads", 0) for x in mem)
 rss_sum = sum(x.get("VmRSS", 0) for x in mem)
 anon_sum = sum(x.get("RssAnon", 0) for x in mem)
@@ -319,11 +194,10 @@ end_s = time.perf_counter() - t_end
 receipts = end["monitors"]
 end_ok = (len(receipts) == NMON and not end.get("errors")
           and all(r.get("status") == "cancelled" and r.get("reason") == "run_ended" for r in receipts))
-svc_left = gone_within([(m["pid"], m["pticks"]) for m in mons], 5)
-grd_left = gone_within([(m["gpid"], m["gticks"]) for m in mons], 10)
+svc_left = still_alive([(m["pid"], m["pticks"]) for m in mons], 5, step=0.01)
+grd_left = still_alive([(m["gpid"], m["gticks"]) for m in mons], 10, step=0.01)
 
 # --- report -----------------------------------------------------------------
-med = statistics.median
 print()
 print(f"part 1: owner exit -> 20 monitors drained ({REPS} reps; load at kill: {', '.join(r['load'] for r in p1)})")
 print(f"{'':52} {'median':>8} {'min':>8} {'max':>8}")
@@ -352,8 +226,7 @@ print(f"  load average: before filling {load_before}; end of window {load_after}
 print(f"  run end: {end_s:.1f} s, {len(receipts)} receipts, all cancelled/run_ended: {end_ok}; "
       f"services left {len(svc_left)}, guardians left {len(grd_left)}")
 
-time.sleep(0.2)
-left = [what for pid, ticks, what in started if ticks is not None and alive(pid, ticks)]
+left = [what for _, _, what in still_alive(started, 0.2)]
 print()
 print("left behind: " + (", ".join(left[:10]) + (f" ... ({len(left)})" if len(left) > 10 else "") if left else "nothing"))
 if left or not end_ok or lapsed:

@@ -35,107 +35,36 @@
 # Needs bash, go, python3. Touches nothing outside a temp dir (its own
 # PROCMON_STATE_DIR); signals only the processes it started, by pid.
 set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/procmon-throughput.XXXXXX")
-export PROCMON_STATE_DIR="$tmp/state"
-unset PROCMON_RUN
+bench_init procmon-throughput
 
-cleanup() {
-	local rc=$?
-	# Fallback for an interrupted run: cancel whatever monitor is still
-	# live (cancel is idempotent), then end the run.
-	if [[ -s "$tmp/ledger" && -x "$tmp/procmon" ]]; then
-		while read -r kind arg _; do
-			case "$kind" in
-			monitor) "$tmp/procmon" cancel --grace 1 "$arg" >/dev/null 2>&1 || true ;;
-			run) PROCMON_RUN="$arg" "$tmp/procmon" run end >/dev/null 2>&1 || true ;;
-			esac
-		done <"$tmp/ledger"
-	fi
-	if [[ -z "${BENCH_KEEP:-}" ]]; then
-		rm -rf "$tmp"
-	else
-		echo "kept $tmp" >&2
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Fallback for an interrupted run: end the run and cancel whatever monitor
+# is still live (cancel is idempotent).
+bench_traps bench_ledger_cleanup
 
 echo "building procmon and bench/writer into $tmp ..." >&2
-(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/procmon" . && go build -o "$tmp/writer" ./bench/writer &&
-	go build -o "$tmp/redactprof" ./bench/redactprof)
+bench_build procmon .
+bench_build writer ./bench/writer
+bench_build redactprof ./bench/redactprof
 
-python3 - "$tmp" <<'PY'
-import hashlib, json, os, secrets, shutil, signal, statistics, string, subprocess, sys, threading, time
+bench_python <<'PY'
+import hashlib, json, os, secrets, shutil, signal, string, subprocess, sys, threading, time
 
 tmp = sys.argv[1]
-PM = os.path.join(tmp, "procmon")
+sys.path.insert(0, tmp)  # benchlib.py, from bench/lib.sh
+from benchlib import (CLK, STATE, configure, loadavg, log, med, note, pm, proc_kib, record, started, stat,
+                      still_alive, track)
+
 WR = os.path.join(tmp, "writer")
 RP = os.path.join(tmp, "redactprof")
 POOL = os.path.join(tmp, "pool.bin")
-STATE = os.environ["PROCMON_STATE_DIR"]
 REPS = max(1, int(os.environ.get("BENCH_REPS", "3")))
 MIB = int(os.environ.get("BENCH_MIB", "256"))
 NBYTES = MIB << 20
 NSECRETS = int(os.environ.get("BENCH_SECRETS", "40"))
 PERF = os.environ.get("BENCH_PERF", "") not in ("", "0") and shutil.which("perf")
-CLK = os.sysconf("SC_CLK_TCK")
-ledger = open(os.path.join(tmp, "ledger"), "a", buffering=1)
-started = []  # (pid, start ticks, what): all must be gone at the end
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def stat(pid):
-    """(state, start ticks, utime+stime ticks) of pid, or None when gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            s = f.read()
-    except OSError:
-        return None
-    x = s[s.rindex(")") + 2:].split()
-    return x[0], int(x[19]), int(x[11]) + int(x[12])
-
-
-def alive(pid, ticks):
-    s = stat(pid)
-    return s is not None and s[0] not in ("Z", "X") and s[1] == ticks
-
-
-def status_kib(pid, keys=("VmRSS", "VmHWM")):
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                k = line.split(":", 1)[0]
-                if k in keys:
-                    out[k] = int(line.split()[1])
-    except OSError:
-        return None
-    return out if len(out) == len(keys) else None
-
-
-def pm(*args, stdin=None):
-    p = subprocess.run([PM, *args], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       stdin=None if stdin is not None else subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise SystemExit(f"procmon {' '.join(args)}: exit {p.returncode}\n{p.stdout.decode()}{p.stderr.decode()}")
-    return json.loads(p.stdout)
-
-
-def record(mid):
-    with open(os.path.join(STATE, "monitors", mid, "record.json")) as f:
-        return json.load(f)["body"]
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def sha256(path):
@@ -146,19 +75,11 @@ def sha256(path):
     return h.hexdigest()
 
 
-def med(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
 # --- setup -----------------------------------------------------------------
-settings = {"sandbox": {"mode": "host", "process_monitor": True,
-                        "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": None},
-                        "monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": None,
-                        "max_output_bytes": None, "command_limit": None}}
-pm("configure", stdin=json.dumps(settings).encode())
+configure(max_output_bytes=None, command_limit=None)  # no output cap, as many starts as it takes
 run_id = pm("run", "new")["run_id"]
 os.environ["PROCMON_RUN"] = run_id
-ledger.write(f"run {run_id}\n")
+note("run", run_id)
 subprocess.run([WR, "-mkpool", POOL], check=True)
 log(f"run {run_id}; payload {MIB} MiB of 1 KiB lines; {NSECRETS} secrets; {REPS} reps; load {loadavg()}")
 
@@ -199,10 +120,10 @@ def sampler(pid, ticks, stop, out):
     is gone or stop is set."""
     while not stop.is_set():
         s = stat(pid)
-        m = status_kib(pid)
+        m = proc_kib(pid, ("VmRSS", "VmHWM"))
         if s is None or s[1] != ticks or s[0] in ("Z", "X") or m is None:
             break
-        out.append((time.monotonic(), m["VmRSS"], m["VmHWM"], s[2]))
+        out.append((time.monotonic(), m["VmRSS"], m["VmHWM"], s[2] + s[3]))
         stop.wait(0.1)
 
 
@@ -218,15 +139,14 @@ def guardian_run(label, extra_args=(), perf_out=None):
     r = pm("start", stdin=body)
     t_started = time.perf_counter() - t0
     mid = r["monitor_id"]
-    ledger.write(f"monitor {mid}\n")
+    note("monitor", mid)
     rec = record(mid)
     gpid = rec["guardian_pid"]
-    g = stat(gpid)
-    c = stat(r["pid"])
-    started.append((gpid, g[1] if g else None, f"guardian {gpid} of {label}"))
-    started.append((r["pid"], c[1] if c else None, f"writer {r['pid']} ({label})"))
+    gticks = track(gpid, f"guardian {gpid} of {label}")
+    track(r["pid"], f"writer {r['pid']} ({label})")
     samples, stop = [], threading.Event()
-    th = threading.Thread(target=sampler, args=(gpid, g[1] if g else -1, stop, samples), daemon=True)
+    th = threading.Thread(target=sampler, args=(gpid, gticks if gticks is not None else -1, stop, samples),
+                          daemon=True)
     th.start()
     perf = None
     if perf_out:
@@ -345,8 +265,7 @@ if perf_top:
         print("  " + l)
 
 # --- everything started is gone ---------------------------------------------
-time.sleep(0.5)
-left = [what for pid, ticks, what in started if ticks is not None and alive(pid, ticks)]
+left = [what for _, _, what in still_alive(started, 0.5)]
 for mid in [r["mid"] for r in runs] + [one["mid"]]:
     assert record(mid).get("receipt"), mid
 pm("run", "end")

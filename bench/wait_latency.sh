@@ -36,34 +36,18 @@
 # own PROCMON_STATE_DIR), cancels every monitor it started, and signals
 # only the processes it started itself, by pid, never by name.
 set -euo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/procmon-wait-bench.XXXXXX")
-export PROCMON_STATE_DIR="$tmp/state"
-unset PROCMON_RUN
+bench_init procmon-wait-bench
 
 # Fallback cleanup for an interrupted run: cancel every monitor the driver
 # recorded in its ledger (cancel is idempotent).
-cleanup() {
-	local rc=$?
-	if [[ -s "$tmp/ledger" ]]; then
-		while read -r id; do
-			"$tmp/procmon" cancel --grace 1 "$id" >/dev/null 2>&1 || true
-		done <"$tmp/ledger"
-	fi
-	if [[ -z "${BENCH_KEEP:-}" ]]; then
-		rm -rf "$tmp"
-	else
-		echo "kept $tmp" >&2
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_traps bench_ledger_cleanup
 
 echo "building procmon and the bare waiter into $tmp ..." >&2
-(cd "$root" && go build -o "$tmp/procmon" . && go build -o "$tmp/inotifywaiter" ./bench/inotifywaiter)
+bench_build procmon .
+bench_build inotifywaiter ./bench/inotifywaiter
 "$tmp/procmon" configure --enable >/dev/null
 
 cat >"$tmp/child.py" <<'PY'
@@ -81,42 +65,29 @@ with open(stamp, "w") as f:
 time.sleep(1000)
 PY
 
-python3 - "$tmp" <<'PY'
-import json, os, signal, statistics, subprocess, sys, time
+bench_python <<'PY'
+import json, os, signal, subprocess, sys, time
 
 tmp = sys.argv[1]
-PM = os.path.join(tmp, "procmon")
+sys.path.insert(0, tmp)  # benchlib.py, from bench/lib.sh
+from benchlib import CLK, PM, STATE, log, med, note, p10_p90, pm, stat
+
 BARE = os.path.join(tmp, "inotifywaiter")
 CHILD = ["python3", os.path.join(tmp, "child.py")]
 N = max(20, int(os.environ.get("BENCH_N", "20")))
 IDLE = int(os.environ.get("BENCH_IDLE", "10"))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-ledger = open(os.path.join(tmp, "ledger"), "a", buffering=1)
 children = []  # Popen objects of bare children, stopped at the end
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
 slots = {"run": None, "used": 20}
 
 
 def start(argv):
     """procmon start in a run with a command slot left."""
     if slots["used"] >= 20:
-        slots["run"], slots["used"] = run([PM, "run", "new"])["run_id"], 0
+        slots["run"], slots["used"] = pm("run", "new")["run_id"], 0
     slots["used"] += 1
-    r = run([PM, "--run", slots["run"], "start", "--", *argv])
-    ledger.write(r["monitor_id"] + "\n")
+    r = pm("--run", slots["run"], "start", "--", *argv)
+    note("monitor", r["monitor_id"])
     return r["monitor_id"]
-
-
-def run(argv):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit {p.returncode}\n{p.stdout.decode()}{p.stderr.decode()}")
-    return json.loads(p.stdout)
 
 
 def watching(pid):
@@ -188,7 +159,7 @@ def sample_procmon(i, bare_on_log=False):
     mid = start([*CHILD, fifo, stamp])
     try:
         if bare_on_log:
-            argv = [BARE, os.path.join(os.environ["PROCMON_STATE_DIR"], "monitors", mid, "output.log"), "READY"]
+            argv = [BARE, os.path.join(STATE, "monitors", mid, "output.log"), "READY"]
         else:
             argv = [PM, "wait", mid, "--output", "READY", "--timeout", "60"]
         w = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
@@ -196,7 +167,7 @@ def sample_procmon(i, bare_on_log=False):
         release(fifo)
         return timed(w, stamp, lambda out: bare_on_log or json.loads(out).get("outcome") == "satisfied")
     finally:
-        run([PM, "cancel", "--grace", "1", mid])
+        pm("cancel", "--grace", "1", mid)
 
 
 def sample_bare(i):
@@ -217,15 +188,13 @@ def sample_bare(i):
 
 
 def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        s = f.read()
-    fields = s[s.rindex(")") + 2:].split()
-    return int(fields[11]) + int(fields[12])  # utime, stime
+    _, _, utime, stime = stat(pid)
+    return utime + stime
 
 
 def cpu_ns(pid):
     """CPU time of every thread of pid in ns, from schedstat: finer than
-    the 1/CLK_TCK ticks of stat."""
+    the 1/CLK ticks of stat."""
     total = 0
     for tid in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
@@ -250,24 +219,24 @@ def idle_cpu():
         err = json.loads(out).get("error", {})
         if w.returncode != 130 or err.get("code") != "wait_interrupted":
             raise SystemExit(f"SIGINT to procmon wait: exit {w.returncode}: {out!r}")
-        window = (c1 - c0) / CLK_TCK / (t1 - t0) * 100
-        whole = c1 / CLK_TCK / (t1 - started) * 100
+        window = (c1 - c0) / CLK / (t1 - t0) * 100
+        whole = c1 / CLK / (t1 - started) * 100
         fine = (n1 - n0) / 1e9 / (t1 - t0) * 100
         return window, whole, c1 - c0, fine
     finally:
-        run([PM, "cancel", "--grace", "1", mid])
+        pm("cancel", "--grace", "1", mid)
 
 
 try:
     # One of each first, unmeasured, so both binaries and python are warm.
     sample_procmon("warm")
     sample_bare("warm")
-    pm, bare, relay = [], [], []
+    pm_wait, bare, relay = [], [], []  # (answered, returned) ms per sample
     for i in range(N):
-        pm.append(sample_procmon(i))
+        pm_wait.append(sample_procmon(i))
         bare.append(sample_bare(i))
         relay.append(sample_procmon(i, bare_on_log=True))
-        log(f"  sample {i + 1:2d}/{N} (answered / returned ms): procmon {pm[-1][0]:6.2f} / {pm[-1][1]:6.2f}"
+        log(f"  sample {i + 1:2d}/{N} (answered / returned ms): procmon {pm_wait[-1][0]:6.2f} / {pm_wait[-1][1]:6.2f}"
             f"   bare {bare[-1][0]:6.2f} / {bare[-1][1]:6.2f}   bare on output.log {relay[-1][0]:6.2f} / {relay[-1][1]:6.2f}")
     log(f"idle CPU: {IDLE} s of procmon wait on a monitor that never prints the text ...")
     window, whole, ticks, fine = idle_cpu()
@@ -277,23 +246,22 @@ finally:
             c.kill()
             c.wait()
 
-q = lambda xs: statistics.quantiles(xs, n=10)
-
 
 def row(name, xs):
-    return f"  {name:14s} {statistics.median(xs):8.2f} ms   (p10 {q(xs)[0]:.2f} / p90 {q(xs)[-1]:.2f})"
+    lo, hi = p10_p90(xs)
+    return f"  {name:14s} {med(xs):8.2f} ms   (p10 {lo:.2f} / p90 {hi:.2f})"
 
 
 print()
 print(f"readiness latency, median of {N} (load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)")
 for k, what in ((1, "stamp -> waiter process returned (exited)"), (0, "stamp -> waiter's answer on its stdout")):
-    p, b, r = [x[k] for x in pm], [x[k] for x in bare], [x[k] for x in relay]
+    p, b, r = [x[k] for x in pm_wait], [x[k] for x in bare], [x[k] for x in relay]
     print(what)
     print(row("procmon wait", p))
     print(row("bare inotify", b))
-    print(f"  ratio          {statistics.median(p) / statistics.median(b):8.2f} x   (target <= 1.3 x)")
+    print(f"  ratio          {med(p) / med(b):8.2f} x   (target <= 1.3 x)")
     print(row("bare on log", r) + "   (the guardian's relay alone: bare waiter on output.log)")
 print(f"idle procmon wait CPU over {IDLE} s: {window:.3f} % of a core   (target < 1 %)")
-print(f"  utime+stime {ticks} ticks of 1/{CLK_TCK} s ({whole:.3f} % including start-up); "
+print(f"  utime+stime {ticks} ticks of 1/{CLK} s ({whole:.3f} % including start-up); "
       f"schedstat {fine:.4f} % of a core")
 PY

@@ -37,16 +37,7 @@ func copyLoop() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	rng := rand.New(rand.NewPCG(40, 41))
-	secrets := make([]string, *copySecret)
-	for i := range secrets {
-		b := make([]byte, 32)
-		for j := range b {
-			b[j] = alnum[rng.IntN(len(alnum))]
-		}
-		secrets[i] = string(b)
-	}
-	r, err := redact.New(secrets)
+	r, err := redact.New(randomSecrets(rand.New(rand.NewPCG(40, 41)), *copySecret))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

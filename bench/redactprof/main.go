@@ -32,6 +32,20 @@ import (
 
 const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
+// randomSecrets returns n secrets of 32 characters from alnum, drawn from
+// rng: the same seed gives the same secrets, so runs can be compared.
+func randomSecrets(rng *rand.Rand, n int) []string {
+	secrets := make([]string, n)
+	for i := range secrets {
+		b := make([]byte, 32)
+		for j := range b {
+			b[j] = alnum[rng.IntN(len(alnum))]
+		}
+		secrets[i] = string(b)
+	}
+	return secrets
+}
+
 func main() {
 	pool := flag.String("pool", "", "pool file from bench/writer -mkpool")
 	mib := flag.Int("mib", 256, "MiB fed per case")
@@ -70,16 +84,7 @@ func main() {
 				fmt.Fprintln(os.Stderr, "redactprof: -secrets:", err)
 				os.Exit(2)
 			}
-			rng := rand.New(rand.NewPCG(uint64(n), 7))
-			secrets := make([]string, n)
-			for i := range secrets {
-				b := make([]byte, 32)
-				for j := range b {
-					b[j] = alnum[rng.IntN(len(alnum))]
-				}
-				secrets[i] = string(b)
-			}
-			r, err := redact.New(secrets)
+			r, err := redact.New(randomSecrets(rand.New(rand.NewPCG(uint64(n), 7)), n))
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
