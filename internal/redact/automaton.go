@@ -1,6 +1,10 @@
 package redact
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+)
 
 // The literal matcher is one Aho-Corasick automaton over every needle of
 // every secret and every rule trigger, so each byte is looked at once however
@@ -12,9 +16,13 @@ import "errors"
 
 // The stream skips text in which nothing can start using three filters.
 //
-// The prefix filter holds the first three bytes of every pattern: a
-// position whose 3-gram misses it starts nothing. It decides single
-// positions.
+// The prefix filter holds the first four bytes of every pattern, and the
+// two three-byte rule triggers ("eyJ" and "://") exactly: a position whose
+// 4-gram misses it and whose 3-gram is neither trigger starts nothing. It
+// decides single positions. Four bytes rather than three, and two bits per
+// 4-gram hashed independently of the needle filter, keep a gram common in
+// logs from passing it (the "amp" of "example" began a base64 form of one
+// secret): one that passed would stop the skip at every occurrence.
 //
 // The stride filters let the skip loop test only some positions. A pattern
 // of length at least s+g-1 has, among any s consecutive start offsets, one
@@ -24,15 +32,27 @@ import "errors"
 // for "eyJ" and "://") and use digrams at stride 2, with the window placed
 // on digrams that are rare in logs; needles are at least MinSecretLen long
 // and use 3-grams at stride 6.
+//
+// A stride hit names the starts it may belong to: a needle 3-gram one of the
+// six before it, a rule digram those at the offsets its table entry lists.
+// Only these are tested against the prefix filter, so that a digram common
+// in logs (the "xa" of "example" is in the window of "xoxa-") costs one test
+// rather than one per position of the round.
 const (
 	filterBits  = 17 // the prefix filter: 16 KiB
 	filterWords = 1 << filterBits / 64
 
 	// The needle stride filter has about 64 bits per 3-gram, for a false
 	// hit rate near 1.5%, within these bounds (128 bytes to 32 KiB): a
-	// table no larger than needed stays in L1.
+	// table no larger than needed stays in L1. A hit is checked against a
+	// second table with as many entries, hashed independently, which
+	// leaves about one false hit in 4000 rounds; its entries list the
+	// offsets at which the 3-gram lies in needles, so that a 3-gram common
+	// in logs that one needle happens to hold costs one test of a start
+	// rather than six.
 	minNeedleBits = 10
 	maxNeedleBits = 18
+	needleWords   = 1 << maxNeedleBits / 64
 
 	ruleStride   = 2
 	needleStride = 6
@@ -91,54 +111,111 @@ type automaton struct {
 	edgeByte []byte
 	edgeNext []int32
 	outs     []acOut
-	// filter has a bit set for the hash of the first three bytes of every
-	// pattern (and of every case variant of "aut"): a position whose 3-gram
-	// misses cannot start anything, which is what lets the stream skip.
+	// filter has two bits set for the first four bytes of every pattern
+	// (and of every case variant of "auth"), and short holds the patterns
+	// of three bytes: a position whose 4-gram misses filter and whose
+	// 3-gram is not in short cannot start anything, which is what lets the
+	// stream skip.
 	filter *[filterWords]uint64
+	short  [maxShort]uint32 // unused entries are noShort
 
-	ruleGrams   *[1 << 16]bool // digrams of rule windows, indexed directly
-	needleGrams []uint64       // 3-grams of needles at offsets 0 to 5
-	needleShift uint32         // 32 minus the filter's bit count
-	hasNeedles  bool
+	// ruleGrams has, for each digram of a rule window, bit k set when the
+	// digram lies at offset k of a pattern (k < 8: see maxRuleOffset).
+	ruleGrams *[1 << 16]uint8
+	// needleGrams holds the 3-grams of needles at offsets 0 to 5 in its
+	// first 2^(32-needleShift) bits; it has the largest size so that the
+	// skip loop indexes it without a bounds check. needleCheck has the
+	// same number of entries under the second hash, each with bit o set
+	// when a 3-gram at offset o of a needle lands there.
+	needleGrams *[needleWords]uint64
+	needleCheck []uint8
+	needleShift uint32 // 32 minus the filter's bit count
 	// back is how far before a stride hit a pattern holding the hit gram
 	// may start.
 	back int
 }
 
+// maxRuleOffset is the largest offset of a rule window's digram that
+// automaton.ruleGrams can record. automaton.settle relies on it being below
+// needleStride+3.
+const maxRuleOffset = 7
+
+var _ [needleStride + 3 - 1 - maxRuleOffset]struct{} // maxRuleOffset < needleStride+3
+
 // addRuleWindow adds the digrams of text at offsets w and w+1.
 func (a *automaton) addRuleWindow(text string, w int) {
+	if w+ruleStride-1 > maxRuleOffset {
+		panic("redact: rule window past maxRuleOffset")
+	}
 	for o := w; o < w+ruleStride; o++ {
-		a.ruleGrams[uint16(text[o])|uint16(text[o+1])<<8] = true
+		a.ruleGrams[uint16(text[o])|uint16(text[o+1])<<8] |= 1 << o
 	}
 	a.back = max(a.back, w+ruleStride-1)
 }
 
 func (a *automaton) addNeedleGrams(text string) {
 	for o := 0; o < needleStride; o++ {
-		h := gramKey(text[o], text[o+1], text[o+2]) * 0x9E3779B1 >> a.needleShift
+		k := gramKey(text[o], text[o+1], text[o+2])
+		h := needleHash(k, a.needleShift)
 		a.needleGrams[h>>6] |= 1 << (h & 63)
+		a.needleCheck[needleHash2(k, a.needleShift)] |= 1 << o
 	}
 	a.back = max(a.back, needleStride-1)
-	a.hasNeedles = true
 }
 
-func gramHash(k uint32) uint32 {
-	return (k * 0x9E3779B1) >> (32 - filterBits)
+// needleHash returns the bit of a 3-gram in automaton.needleGrams.
+func needleHash(k, shift uint32) uint32 {
+	return k * 0x9E3779B1 >> shift
+}
+
+// needleHash2 returns the entry of a 3-gram in automaton.needleCheck.
+func needleHash2(k, shift uint32) uint32 {
+	return uint32(uint64(k) * 0x165667B19E3779F9 >> (32 + shift))
+}
+
+// maxShort is how many patterns of three bytes the prefix filter can hold;
+// noShort marks an unused entry (3-grams are below 2^24).
+const (
+	maxShort = 2
+	noShort  = ^uint32(0)
+)
+
+// gramHash returns the two bits of a 4-gram in the prefix filter.
+func gramHash(k uint32) (uint32, uint32) {
+	h := uint64(k) * 0xC2B2AE3D27D4EB4F
+	return uint32(h >> (64 - filterBits)), uint32(h>>(64-2*filterBits)) & (1<<filterBits - 1)
 }
 
 func gramKey(b0, b1, b2 byte) uint32 {
 	return uint32(b0) | uint32(b1)<<8 | uint32(b2)<<16
 }
 
+// addGram adds the beginning of a pattern to the prefix filter.
 func (a *automaton) addGram(g string) {
-	h := gramHash(gramKey(g[0], g[1], g[2]))
-	a.filter[h>>6] |= 1 << (h & 63)
+	if len(g) < 4 {
+		k := gramKey(g[0], g[1], g[2])
+		if !slices.Contains(a.short[:], k) {
+			i := slices.Index(a.short[:], noShort)
+			if i < 0 {
+				panic("redact: more than maxShort patterns of three bytes")
+			}
+			a.short[i] = k
+		}
+		return
+	}
+	h1, h2 := gramHash(binary.LittleEndian.Uint32([]byte(g)))
+	a.filter[h1>>6] |= 1 << (h1 & 63)
+	a.filter[h2>>6] |= 1 << (h2 & 63)
 }
 
-// hit reports whether something may start at p[i]; p[i:i+3] must exist.
+// hit reports whether something may start at p[i]; p[i:i+4] must exist.
 func (a *automaton) hit(p []byte, i int) bool {
-	h := gramHash(gramKey(p[i], p[i+1], p[i+2]))
-	return a.filter[h>>6]&(1<<(h&63)) != 0
+	k := binary.LittleEndian.Uint32(p[i:])
+	if k3 := k & 0xffffff; k3 == a.short[0] || k3 == a.short[1] {
+		return true
+	}
+	h1, h2 := gramHash(k)
+	return a.filter[h1>>6]&(1<<(h1&63)) != 0 && a.filter[h2>>6]&(1<<(h2&63)) != 0
 }
 
 type trieEdge struct {
@@ -169,7 +246,8 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton,
 	}
 	a := &automaton{
 		filter:    new([filterWords]uint64),
-		ruleGrams: new([1 << 16]bool),
+		short:     [maxShort]uint32{noShort, noShort},
+		ruleGrams: new([1 << 16]uint8),
 	}
 	needles := 0
 	for _, p := range pats {
@@ -181,7 +259,8 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton,
 	for nbits < maxNeedleBits && 1<<nbits < 64*needleStride*needles {
 		nbits++
 	}
-	a.needleGrams = make([]uint64, 1<<nbits/64)
+	a.needleGrams = new([needleWords]uint64)
+	a.needleCheck = make([]uint8, 1<<nbits)
 	a.needleShift = uint32(32 - nbits)
 	for _, p := range pats {
 		// Every pattern is at least three bytes long, which the filter needs,
@@ -310,6 +389,19 @@ func (a *automaton) next(s int32, b byte) int32 {
 	}
 }
 
+// isolated reports whether text leads from the root to a state that has
+// no children and whose failure link is the root: no pattern extends text,
+// and none starts inside it after its first byte. Once text is matched the
+// automaton is back at the root.
+func (a *automaton) isolated(text string) bool {
+	s := int32(0)
+	for i := 0; i < len(text); i++ {
+		s = a.next(s, text[i])
+	}
+	st := &a.states[s]
+	return int(st.depth) == len(text) && st.info&0xff == 0 && st.fail == 0
+}
+
 // held returns how many of the bytes that state s stands for must be held:
 // the longest suffix that is a prefix of a holding pattern.
 func (a *automaton) held(s int32) int32 {
@@ -321,5 +413,5 @@ func (a *automaton) held(s int32) int32 {
 
 // size returns the approximate memory of the tables in bytes.
 func (a *automaton) size() int {
-	return len(a.states)*16 + len(a.rows)*4 + len(a.edgeByte)*5 + (filterWords+len(a.needleGrams))*8 + 1<<16
+	return len(a.states)*16 + len(a.rows)*4 + len(a.edgeByte)*5 + (filterWords+needleWords)*8 + len(a.needleCheck) + 1<<16
 }

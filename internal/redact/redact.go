@@ -14,6 +14,9 @@ const MinSecretLen = 8
 type Redactor struct {
 	ac    *automaton
 	rules bool
+	// urlFast lets the skip pass over a URL whose userinfo ends without a
+	// password: it holds when "://" leaves the automaton at its root.
+	urlFast bool
 	// exact disables the skip, so tests can check that skipping never
 	// changes the output.
 	exact bool
@@ -53,7 +56,7 @@ func newRedactor(secrets []string, rules bool) (*Redactor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redactor{ac: ac, rules: rules}, nil
+	return &Redactor{ac: ac, rules: rules, urlFast: rules && ac.isolated(urlTrigger)}, nil
 }
 
 // NewStream starts one redacted stream. A Stream is not safe for concurrent

@@ -131,20 +131,23 @@ func rulePatterns() []pattern {
 	}
 	add(ruleJWT, "eyJ", true, 0)
 	add(rulePEM, "-----BEGIN ", true, 5) // "BE" "EG"
-	add(ruleURL, "://", false, 0)
+	add(ruleURL, urlTrigger, false, 0)
 	return pats
 }
+
+// urlTrigger starts the URL rule.
+const urlTrigger = "://"
 
 // authWindow places the stride window of the Authorization header name on
 // "iz" and "za": 'z' is rare in logs.
 const authWindow = 6
 
 // authVariants returns the Authorization header name in every case
-// variant of the bytes the skip looks at: its first three and the two
+// variant of the bytes the skip looks at: its first four and the two
 // digrams of its window (there are 2^13 variants of the whole word).
 func authVariants() []string {
 	w := authWindow
-	pos := []int{0, 1, 2, w, w + 1, w + 2}
+	pos := []int{0, 1, 2, 3, w, w + 1, w + 2}
 	var out []string
 	for m := 0; m < 1<<len(pos); m++ {
 		v := []byte(authWord)
@@ -425,6 +428,31 @@ func (s *Stream) advanceURL(rs *ruleState, b byte, j int64) {
 			s.stop(ruleURL)
 		}
 	}
+}
+
+// urlInert reports whether the URL rule, started by a trigger that ends
+// just before p[i], ends within p without redacting anything, as
+// advanceURL would run it: the userinfo ends at a byte other than ':', or
+// the password candidate after the ':' ends at a byte other than '@' before
+// it reaches holdLimit. A '@' answers false even after an empty password,
+// which redacts nothing either: the exact scan decides that case.
+func urlInert(p []byte, i int) bool {
+	for i < len(p) && classURLUser[p[i]] {
+		i++
+	}
+	if i == len(p) {
+		return false
+	}
+	if p[i] != ':' {
+		return true
+	}
+	colon := i
+	for i++; i < len(p) && classURLPass[p[i]]; i++ {
+		if i-colon >= holdLimit {
+			return false // advanceURL would confirm the candidate here
+		}
+	}
+	return i < len(p) && p[i] != '@'
 }
 
 // authPhase feeds byte b to the Authorization header matcher once the

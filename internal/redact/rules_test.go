@@ -184,15 +184,16 @@ func TestCharacterClasses(t *testing.T) {
 	}
 }
 
-// TestRuleWindows checks that every stride window lies inside its pattern:
-// a window past the end would let the skip miss the pattern.
+// TestRuleWindows checks that every stride window lies inside its pattern,
+// at offsets that automaton.ruleGrams can record: a window past the end
+// would let the skip miss the pattern.
 func TestRuleWindows(t *testing.T) {
 	for _, p := range rulePatterns() {
-		if p.window < 0 || p.window+ruleStride+1 > len(p.text) {
+		if p.window < 0 || p.window+ruleStride+1 > len(p.text) || p.window+ruleStride-1 > maxRuleOffset {
 			t.Errorf("pattern %q: window %d", p.text, p.window)
 		}
 	}
-	if authWindow+ruleStride+1 > len(authWord) {
+	if authWindow+ruleStride+1 > len(authWord) || authWindow+ruleStride-1 > maxRuleOffset {
 		t.Errorf("authorization window %d", authWindow)
 	}
 }
