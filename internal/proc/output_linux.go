@@ -23,6 +23,11 @@ type outputFilter interface {
 // waiting on the guardian, and the buffer is the guardian's largest.
 const readChunk = 128 << 10
 
+// writebackChunk is how much log the copier writes before it asks the
+// kernel to start writing it back, so the fsync before the receipt finds
+// little left to do.
+const writebackChunk = 8 << 20
+
 // pipeSize asks the kernel for a larger pipe so a burst never blocks the
 // child while the guardian writes the log.
 const pipeSize = 1 << 20
@@ -35,6 +40,7 @@ type outputCopier struct {
 	pipe     *os.File
 	writeEnd *os.File
 	log      *os.File
+	logFD    uintptr
 	filter   outputFilter
 	limit    int64 // < 0: none
 
@@ -42,6 +48,10 @@ type outputCopier struct {
 	logBytes atomic.Int64
 	lost     atomic.Int64
 	logErr   atomic.Pointer[string]
+
+	// unsynced counts log bytes since writeback was last started; only
+	// run touches it.
+	unsynced int64
 
 	capOnce sync.Once
 	capHit  chan struct{} // closed when capture passes limit
@@ -70,6 +80,7 @@ func newOutputCopier(mdir string, spec Spec) (*outputCopier, error) {
 		pipe:     r,
 		writeEnd: w,
 		log:      log,
+		logFD:    log.Fd(),
 		limit:    -1,
 		capHit:   make(chan struct{}),
 		done:     make(chan struct{}),
@@ -121,7 +132,12 @@ func (o *outputCopier) write(p []byte) {
 		return
 	}
 	n, err := o.log.Write(p)
-	o.logBytes.Add(int64(n))
+	written := o.logBytes.Add(int64(n))
+	if o.unsynced += int64(n); o.unsynced >= writebackChunk {
+		// Start writeback of what was just written without waiting for it.
+		unix.SyncFileRange(int(o.logFD), written-o.unsynced, o.unsynced, unix.SYNC_FILE_RANGE_WRITE)
+		o.unsynced = 0
+	}
 	if err != nil {
 		msg := err.Error()
 		o.logErr.Store(&msg)

@@ -46,6 +46,7 @@ func TestOutputKeepsDrainingWhenTheLogFails(t *testing.T) {
 		t.Skip("no /dev/full on this machine")
 	}
 	o.log = full
+	o.logFD = full.Fd()
 	go o.run()
 	payload := bytes.Repeat([]byte("line of output\n"), 200000) // 3 MB, more than any pipe holds
 	if _, err := o.writeEnd.Write(payload); err != nil {
