@@ -21,7 +21,7 @@ type outputFilter interface {
 
 // readChunk is the pipe read size: large reads keep the child from ever
 // waiting on the guardian, and the buffer is the guardian's largest.
-const readChunk = 128 << 10
+const readChunk = 256 << 10
 
 // writebackChunk is how much log the copier writes before it asks the
 // kernel to start writing it back, so the fsync before the receipt finds
