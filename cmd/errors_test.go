@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runIn runs one procmon command line in-process against a state
@@ -17,20 +16,8 @@ import (
 func runIn(t *testing.T, stateDir, stdin string, args ...string) (int, map[string]any, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	env := &Env{
-		Stdin:  strings.NewReader(stdin),
-		Stdout: &out,
-		Stderr: &errOut,
-		Getenv: func(k string) string {
-			if k == "PROCMON_STATE_DIR" {
-				return stateDir
-			}
-			return ""
-		},
-		Environ: func() []string { return nil },
-		Getwd:   func() (string, error) { return stateDir, nil },
-		Now:     time.Now,
-	}
+	env := testEnv(stateDir, &out, &errOut)
+	env.Stdin = strings.NewReader(stdin)
 	status := Run(args, env)
 	var resp map[string]any
 	if out.Len() > 0 {

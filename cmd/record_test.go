@@ -3,7 +3,10 @@
 package cmd
 
 import (
+	"io"
 	"os"
+	"strings"
+	"time"
 	"path/filepath"
 	"testing"
 
@@ -31,4 +34,23 @@ func writeTestRecord(t *testing.T, stateDir, id string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// testEnv is an Env for in-process commands whose only setting is the
+// state directory.
+func testEnv(stateDir string, stdout, stderr io.Writer) *Env {
+	return &Env{
+		Stdin:  strings.NewReader(""),
+		Stdout: stdout,
+		Stderr: stderr,
+		Getenv: func(k string) string {
+			if k == "PROCMON_STATE_DIR" {
+				return stateDir
+			}
+			return ""
+		},
+		Environ: func() []string { return nil },
+		Getwd:   func() (string, error) { return stateDir, nil },
+		Now:     time.Now,
+	}
 }
