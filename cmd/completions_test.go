@@ -137,4 +137,3 @@ func completeInProcess(t *testing.T, stateDir string, args ...string) []string {
 	}
 	return words
 }
-

@@ -5,10 +5,10 @@ package cmd
 import (
 	"io"
 	"os"
-	"strings"
-	"time"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"procmon/internal/state"
 )
