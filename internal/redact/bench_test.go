@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"procmon/internal/logsample"
 )
 
 // logText returns n bytes of log lines like a service writes: timestamps,
@@ -74,47 +76,11 @@ func BenchmarkRedact(b *testing.B) {
 	}
 }
 
-// writerText returns n bytes of the text bench/writer feeds the guardian in
-// bench/throughput.sh: lines of exactly 1 KiB made of a timestamp, a level,
-// a worker and a pid, then words, URLs, base64 bodies and key=value pairs.
-// About one URL in every 300 bytes makes it harder than logText.
+// writerText returns n bytes of the text bench/writer feeds the guardian
+// in bench/throughput.sh: lines of exactly 1 KiB, harder than logText for
+// their URLs.
 func writerText(n int) []byte {
-	words := []string{"request", "served", "connection", "closed", "user", "cache", "miss",
-		"retrying", "upstream", "timeout", "worker", "started", "listening", "handler",
-		"payload", "accepted", "status", "query", "took", "bytes", "session", "renewed",
-		"shard", "replica", "flushed", "compaction", "scheduled", "queue", "drained"}
-	levels := []string{"INFO", "DEBUG", "WARN", "ERROR"}
-	const lineLen = 1024
-	rng := rand.New(rand.NewPCG(2024, 5))
-	out := make([]byte, 0, n+2*lineLen)
-	line := make([]byte, 0, 2*lineLen)
-	for len(out) < n {
-		line = fmt.Appendf(line[:0], "2024-05-%02dT%02d:%02d:%02d.%06dZ %-5s [%s-%d] pid=%d ",
-			1+rng.IntN(28), rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1000000),
-			levels[rng.IntN(len(levels))], words[rng.IntN(len(words))], rng.IntN(16), 1000+rng.IntN(60000))
-		for len(line) < lineLen-1 {
-			switch rng.IntN(7) {
-			case 0:
-				line = fmt.Appendf(line, "url=https://api.example.com/v1/items/%d?page=%d&sort=desc ", rng.IntN(100000), rng.IntN(50))
-			case 1:
-				blob := make([]byte, 12+rng.IntN(48))
-				for i := range blob {
-					blob[i] = byte(rng.IntN(256))
-				}
-				line = fmt.Appendf(line, "body=%s ", base64.StdEncoding.EncodeToString(blob))
-			case 2:
-				line = fmt.Appendf(line, "id=%08x-%04x latency=%dms status=%d ", rng.Uint32(), rng.IntN(1<<16), rng.IntN(900), 200+rng.IntN(4)*100)
-			default:
-				for k := 2 + rng.IntN(6); k > 0; k-- {
-					line = append(line, words[rng.IntN(len(words))]...)
-					line = append(line, ' ')
-				}
-			}
-		}
-		line = append(line[:lineLen-1], '\n')
-		out = append(out, line...)
-	}
-	return out[:n]
+	return logsample.Lines(n+1024, 1024)[:n]
 }
 
 // BenchmarkRedactGuardian redacts 4 MiB of writerText the way the guardian
