@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
@@ -95,6 +96,23 @@ func admitMonitor(env *Env, dir *state.Dir, m *state.Monitor, tool string) error
 		return err
 	}
 	return admit(r, tool)
+}
+
+// observeFor opens the state directory, observes a monitor and checks
+// that its run grants the tool.
+func observeFor(env *Env, id, tool string) (*state.Dir, *proc.Observation, error) {
+	dir, err := openState(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := proc.Observe(dir, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := admitMonitor(env, dir, o.Monitor, tool); err != nil {
+		return nil, nil, err
+	}
+	return dir, o, nil
 }
 
 // readRequest decodes the request from stdin when the command line built

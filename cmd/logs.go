@@ -105,15 +105,8 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	if req.Offset != nil && *req.Offset < 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "offset" must not be negative`).With("field", "offset")
 	}
-	dir, err := openState(env)
+	dir, o, err := observeFor(env, req.MonitorID, "process_logs")
 	if err != nil {
-		return nil, err
-	}
-	o, err := proc.Observe(dir, req.MonitorID)
-	if err != nil {
-		return nil, err
-	}
-	if err := admitMonitor(env, dir, o.Monitor, "process_logs"); err != nil {
 		return nil, err
 	}
 	m := o.Monitor
@@ -155,15 +148,8 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 func followLogs(env *Env, req logsRequest) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dir, err := openState(env)
+	dir, _, err := observeFor(env, req.MonitorID, "process_logs")
 	if err != nil {
-		return err
-	}
-	o, err := proc.Observe(dir, req.MonitorID)
-	if err != nil {
-		return err
-	}
-	if err := admitMonitor(env, dir, o.Monitor, "process_logs"); err != nil {
 		return err
 	}
 	watcher, err := wait.NewWatcher(dir.MonitorDir(req.MonitorID))

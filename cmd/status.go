@@ -49,15 +49,8 @@ with a verified receipt. Without an id, lists the run's monitors.`,
 }
 
 func runStatus(env *Env, id string) (*monitorView, error) {
-	dir, err := openState(env)
+	dir, o, err := observeFor(env, id, "process_status")
 	if err != nil {
-		return nil, err
-	}
-	o, err := proc.Observe(dir, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := admitMonitor(env, dir, o.Monitor, "process_status"); err != nil {
 		return nil, err
 	}
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {

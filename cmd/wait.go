@@ -163,15 +163,8 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		}
 		timeout = time.Duration(*timeoutSeconds) * time.Second
 	}
-	dir, err := openState(env)
+	dir, o, err := observeFor(env, id, "wait_process")
 	if err != nil {
-		return nil, err
-	}
-	o, err := proc.Observe(dir, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := admitMonitor(env, dir, o.Monitor, "wait_process"); err != nil {
 		return nil, err
 	}
 	target := wait.Target{
