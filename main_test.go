@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
@@ -484,7 +485,40 @@ func signalMonitor(ts *testscript.TestScript, neg bool, args []string, name stri
 	if !proc.Matches(pid, ticks) {
 		ts.Fatalf("%s: pid %d is not running", name, pid)
 	}
+	if name == "sigguardian" && sig[args[1]] == unix.SIGSTOP {
+		stopOutsideLock(ts, pid, stateDir(ts).MonitorDir(args[0]))
+		return
+	}
 	ts.Check(unix.Kill(pid, sig[args[1]]))
+}
+
+// stopped reports whether a process is in the stopped state.
+func stopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := strings.LastIndexByte(string(b), ')')
+	return err == nil && i > 0 && i+2 < len(b) && b[i+2] == 'T'
+}
+
+// stopOutsideLock stops a guardian at a moment it does not hold its
+// monitor's lock: stopped while holding it, it would keep every other
+// writer out until it runs again.
+func stopOutsideLock(ts *testscript.TestScript, pid int, mdir string) {
+	lock := flock.New(filepath.Join(mdir, "lock"))
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
+		ts.Check(unix.Kill(pid, unix.SIGSTOP))
+		// kill only queues the signal: look at the lock once the guardian
+		// has really stopped.
+		for !stopped(pid) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if ok, err := lock.TryLock(); err == nil && ok {
+			lock.Unlock()
+			return
+		}
+		ts.Check(unix.Kill(pid, unix.SIGCONT))
+		time.Sleep(5 * time.Millisecond)
+	}
+	ts.Fatalf("sigguardian: guardian %d kept its lock for %v", pid, patience)
 }
 
 // heartbeats ID N waits until the monitor's heartbeat_seq reaches N, and
