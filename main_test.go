@@ -324,6 +324,17 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: tamper MONITOR_ID FIELD VALUE")
 	}
+	// The tampered record may no longer lead the final clean-up to the
+	// guardian and child: remember them as they were.
+	if m, err := stateDir(ts).LoadMonitor(args[0]); err == nil {
+		ts.Defer(func() {
+			for _, p := range []proc.Member{{PID: m.GuardianPID, StartTicks: m.GuardianStartTicks}, {PID: m.PID, StartTicks: m.ChildStartTicks}} {
+				if proc.Matches(p.PID, p.StartTicks) {
+					unix.Kill(p.PID, unix.SIGKILL)
+				}
+			}
+		})
+	}
 	_, err := stateDir(ts).UpdateMonitor(args[0], func(m *state.Monitor) error {
 		raw, _ := json.Marshal(m)
 		var obj map[string]any
