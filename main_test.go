@@ -69,6 +69,7 @@ func TestScripts(t *testing.T) {
 			"nosecret":     cmdNoSecret,
 			"sigchild":     cmdSigChild,
 			"sigguardian":  cmdSigGuardian,
+			"private":      cmdPrivate,
 			"heartbeats":   cmdHeartbeats,
 			"markended":    cmdMarkEnded,
 		},
@@ -574,4 +575,29 @@ func cmdMarkEnded(ts *testscript.TestScript, neg bool, args []string) {
 		return nil
 	})
 	ts.Check(err)
+}
+
+// private asserts that everything in the state directory belongs to its
+// user alone: directories 0700, files and the control socket 0600.
+func cmdPrivate(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: private")
+	}
+	filepath.WalkDir(ts.Getenv("PROCMON_STATE_DIR"), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			ts.Fatalf("private: %s has mode %04o, want %04o", path, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
 }

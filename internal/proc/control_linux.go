@@ -54,7 +54,7 @@ func (g *guardian) listen() (*controlServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open monitor directory: %w", err)
 	}
-	old := unix.Umask(0o077)
+	old := unix.Umask(0o177) // the socket is created 0600
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socketPath(fd), Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
