@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,7 +24,6 @@ import (
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // drainCause says why custody is ending and what status the receipt takes.
 type drainCause struct {

@@ -31,6 +31,6 @@ type handoff struct {
 	Error   *protocol.ErrorBody `json:"error,omitempty"`
 }
 
-// DefaultDrainGrace is how long a group has between SIGTERM and SIGKILL
+// DefaultDrainGraceMs is how long a group has between SIGTERM and SIGKILL
 // unless a cancel names another grace.
 const DefaultDrainGraceMs = 5000

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -89,7 +90,7 @@ func decodeExit(info *childInfo, atMs int64) exitStatus {
 	default: // CLD_KILLED, CLD_DUMPED
 		name := unix.SignalName(unix.Signal(st))
 		if name == "" {
-			name = "signal " + itoa(st)
+			name = "signal " + strconv.Itoa(st)
 		}
 		return exitStatus{signal: &name, atMs: atMs}
 	}

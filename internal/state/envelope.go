@@ -42,9 +42,6 @@ func writeRecord(dir, name, kind string, v any, durable bool) error {
 	return writeFileAtomic(dir, name, append(data, '\n'), durable)
 }
 
-// ErrNotExist is returned when a record does not exist.
-var ErrNotExist = fs.ErrNotExist
-
 // readRecord loads a record, verifying its schema, kind and checksum.
 func readRecord(path, kind string, v any) error {
 	data, err := os.ReadFile(path)
