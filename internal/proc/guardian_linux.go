@@ -24,7 +24,6 @@ import (
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-
 // drainCause says why custody is ending and what status the receipt takes.
 type drainCause struct {
 	status  string
