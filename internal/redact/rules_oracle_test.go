@@ -3,7 +3,6 @@ package redact
 import (
 	"math/rand/v2"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -42,19 +41,7 @@ func regexpRedact(in []byte) []byte {
 			ivs = append(ivs, interval{int64(i + m[2]), int64(i + m[3])})
 		}
 	}
-	sort.Slice(ivs, func(i, j int) bool { return ivs[i].s < ivs[j].s })
-	var out []byte
-	pos := int64(0)
-	for k := 0; k < len(ivs); {
-		a, e := ivs[k].s, ivs[k].e
-		for k++; k < len(ivs) && ivs[k].s <= e; k++ {
-			e = max(e, ivs[k].e)
-		}
-		out = append(out, in[pos:a]...)
-		out = append(out, Marker...)
-		pos = e
-	}
-	return append(out, in[pos:]...)
+	return maskIntervals(in, ivs)
 }
 
 // TestTokenRulesAgainstRegexp composes inputs from token and URL fragments
