@@ -42,14 +42,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 	if status, _, _ := runIn(t, dir, "", "configure", "--enable"); status != 0 {
 		t.Fatalf("configure --enable: exit %d", status)
 	}
-	cases := []struct {
-		name     string
-		stdin    string
-		args     []string
-		code     string
-		exit     int
-		mentions string
-	}{
+	cases := []refusal{
 		{"empty body", "", []string{"start"}, "invalid_request", 2, "empty request body"},
 		{"blank body", "  \n", []string{"status"}, "invalid_request", 2, "empty request body"},
 		{"not json", "argv=sleep", []string{"start"}, "invalid_request", 2, "malformed JSON"},
@@ -85,17 +78,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"no mode", `{"sandbox": {"process_monitor": true}}`, []string{"configure"}, "invalid_request", 2, "sandbox.mode"},
 		{"unknown settings field", `{"sandbox": {"mode": "host", "colour": 1}}`, []string{"configure"}, "invalid_request", 2, "colour"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			status, resp, raw := runIn(t, dir, c.stdin, c.args...)
-			if got := errorCode(resp); got != c.code || status != c.exit {
-				t.Fatalf("got code %q exit %d, want %q exit %d: %s", got, status, c.code, c.exit, raw)
-			}
-			if !strings.Contains(raw, c.mentions) {
-				t.Fatalf("message does not mention %q: %s", c.mentions, raw)
-			}
-		})
-	}
+	checkRefusals(t, dir, cases, nil)
 }
 
 func TestMonitorsDisabledUntilConfigured(t *testing.T) {
@@ -164,5 +147,36 @@ func TestGroupWritableStateDirIsUnsafe(t *testing.T) {
 	status, resp, raw := runIn(t, dir, "", "list")
 	if errorCode(resp) != "state_unsafe" || status != 1 || !strings.Contains(raw, "chmod 700") {
 		t.Fatalf("group-writable state dir: exit %d %s", status, raw)
+	}
+}
+
+// refusal is a command line that procmon must refuse with a typed error.
+type refusal struct {
+	name     string
+	stdin    string
+	args     []string
+	code     string
+	exit     int
+	mentions string
+}
+
+// checkRefusals runs each refusal (with defaultArgs when it names none)
+// and checks its code, exit status and message.
+func checkRefusals(t *testing.T, dir string, cases []refusal, defaultArgs []string) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if args == nil {
+				args = defaultArgs
+			}
+			status, resp, raw := runIn(t, dir, c.stdin, args...)
+			if got := errorCode(resp); got != c.code || status != c.exit {
+				t.Fatalf("got code %q exit %d, want %q exit %d: %s", got, status, c.code, c.exit, raw)
+			}
+			if !strings.Contains(raw, c.mentions) {
+				t.Fatalf("message does not mention %q: %s", c.mentions, raw)
+			}
+		})
 	}
 }

@@ -109,14 +109,7 @@ func TestWaitRefusals(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	runIn(t, dir, "", "configure", "--enable")
 	id := "m_" + strings.Repeat("0", 24)
-	cases := []struct {
-		name     string
-		stdin    string
-		args     []string
-		code     string
-		exit     int
-		mentions string
-	}{
+	cases := []refusal{
 		{"zero timeout", `{"request": {"monitor_id": "` + id + `", "condition": {"kind": "exit"}, "timeout_seconds": 0}}`, nil, "invalid_request", 2, "timeout_seconds"},
 		{"fractional timeout", `{"request": {"monitor_id": "` + id + `", "condition": {"kind": "exit"}, "timeout_seconds": 0.5}}`, nil, "invalid_request", 2, "timeout_seconds"},
 		{"huge timeout", `{"request": {"monitor_id": "` + id + `", "condition": {"kind": "exit"}, "timeout_seconds": 9223372036854775807}}`, nil, "invalid_request", 2, "timeout_seconds"},
@@ -128,19 +121,5 @@ func TestWaitRefusals(t *testing.T) {
 		{"empty output", "", []string{"wait", id, "--output", ""}, "invalid_condition", 2, "empty"},
 		{"unknown monitor", "", []string{"wait", id, "--exit"}, "unknown_monitor", 4, "no monitor"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			args := c.args
-			if args == nil {
-				args = []string{"wait"}
-			}
-			status, resp, raw := runIn(t, dir, c.stdin, args...)
-			if got := errorCode(resp); got != c.code || status != c.exit {
-				t.Fatalf("got code %q exit %d, want %q exit %d: %s", got, status, c.code, c.exit, raw)
-			}
-			if !strings.Contains(raw, c.mentions) {
-				t.Fatalf("message does not mention %q: %s", c.mentions, raw)
-			}
-		})
-	}
+	checkRefusals(t, dir, cases, []string{"wait"})
 }
