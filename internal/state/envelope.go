@@ -29,17 +29,26 @@ func checksum(body []byte) string {
 	return strconv.FormatUint(xxhash.Sum64(body), 16)
 }
 
-// writeRecord stores v as a checksummed record of the given kind.
-func writeRecord(dir, name, kind string, v any, durable bool) error {
+// encodeRecord is v as a checksummed record of the given kind, one line.
+func encodeRecord(kind string, v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", kind, err)
+		return nil, fmt.Errorf("encode %s: %w", kind, err)
 	}
 	data, err := json.Marshal(envelope{Schema: SchemaVersion, Kind: kind, Checksum: checksum(body), Body: body})
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", kind, err)
+		return nil, fmt.Errorf("encode %s: %w", kind, err)
 	}
-	return writeFileAtomic(dir, name, append(data, '\n'), durable)
+	return append(data, '\n'), nil
+}
+
+// writeRecord stores v as a checksummed record of the given kind.
+func writeRecord(dir, name, kind string, v any, durable bool) error {
+	data, err := encodeRecord(kind, v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, name, data, durable)
 }
 
 // readRecord loads a record, verifying its schema, kind and checksum.

@@ -50,11 +50,6 @@ func (r *Run) Allows(tool string) bool {
 	return false
 }
 
-// budget is a run's durable command-ordinal counter.
-type budget struct {
-	Used int64 `json:"used"`
-}
-
 // validID reports whether id is prefix followed by 20 to 32 of [0-9a-z]:
 // never a path, never anything a shell or a file system would read twice.
 func validID(id, prefix string) bool {
@@ -93,10 +88,7 @@ func NewID(prefix string) string {
 
 func (d *Dir) runDir(id string) string { return filepath.Join(d.Path, runsDir, id) }
 
-const (
-	runName    = "run.json"
-	budgetName = "budget.json"
-)
+const runName = "run.json"
 
 // CreateRun durably stores a new run with a zero budget. The run is built
 // in a temp directory and renamed into place, so a concurrent reader sees
@@ -112,7 +104,7 @@ func (d *Dir) CreateRun(r *Run) error {
 		return fmt.Errorf("create run %s: %w", r.RunID, err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := writeRecord(tmp, budgetName, "budget", budget{}, true); err != nil {
+	if err := createBudget(tmp, budget{}); err != nil {
 		return err
 	}
 	if err := writeRecord(tmp, runName, "run", r, true); err != nil {
@@ -158,35 +150,6 @@ func (d *Dir) UpdateRun(id string, fn func(*Run) error) (*Run, error) {
 		return writeRecord(d.runDir(id), runName, "run", r, true)
 	})
 	return out, err
-}
-
-// TakeOrdinal durably takes the run's next command ordinal, or fails with
-// command_budget_exhausted past limit (nil: no limit). The flock makes
-// concurrent starts from many processes take distinct ordinals.
-func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
-	var ordinal int64
-	dir := d.runDir(id)
-	err := withLock(dir, func() error {
-		var b budget
-		if err := readRecord(filepath.Join(dir, budgetName), "budget", &b); err != nil {
-			return err
-		}
-		if limit != nil && b.Used >= *limit {
-			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots; start a new run (procmon run new) for more", id, b.Used, *limit).
-				With("run_id", id).With("used", b.Used).With("command_limit", *limit)
-		}
-		b.Used++
-		ordinal = b.Used
-		return writeRecord(dir, budgetName, "budget", b, true)
-	})
-	return ordinal, err
-}
-
-// BudgetUsed reports how many command slots a run has used.
-func (d *Dir) BudgetUsed(id string) (int64, error) {
-	var b budget
-	err := readRecord(filepath.Join(d.runDir(id), budgetName), "budget", &b)
-	return b.Used, err
 }
 
 // RunIDs lists the runs in the state directory, sorted.

@@ -1,0 +1,152 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/protocol"
+)
+
+// The command budget is the one record written on every start before
+// anything is spawned, so it is stored for the cheapest durable write:
+// an overwrite in place of blocks that already exist, made durable with
+// fdatasync, which (unlike a new file renamed into place) commits no
+// file system metadata.
+//
+// Overwriting in place is safe because the file holds two slots, each a
+// whole checksummed record in its own page, and a write always goes to the
+// slot that does not hold the newest count. A write torn by a crash
+// damages only that slot: the other still holds the count before it, and
+// that write had not returned, so no ordinal was ever handed out from it.
+const (
+	budgetName = "budget"
+	slotSize   = 4096
+	slotCount  = 2
+)
+
+// budget is a run's durable command-ordinal counter.
+type budget struct {
+	Used int64 `json:"used"`
+}
+
+// encodeBudgetSlot is one slot: the checksummed record padded with
+// newlines to the slot's size.
+func encodeBudgetSlot(b budget) ([]byte, error) {
+	rec, err := encodeRecord("budget", b)
+	if err != nil {
+		return nil, err
+	}
+	if len(rec) > slotSize {
+		return nil, fmt.Errorf("budget record of %d bytes does not fit its slot", len(rec))
+	}
+	slot := bytes.Repeat([]byte{'\n'}, slotSize)
+	copy(slot, rec)
+	return slot, nil
+}
+
+// createBudget writes a new budget file with the count in both slots and
+// fsyncs it; the caller makes its directory entry durable.
+func createBudget(dir string, b budget) error {
+	slot, err := encodeBudgetSlot(b)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, budgetName, bytes.Repeat(slot, slotCount), true)
+}
+
+// readBudget returns the newest valid count in f and the slot to write
+// the next one to (the other slot). Only when no slot is valid is the
+// budget state_corrupt.
+func readBudget(f *os.File) (b budget, next int64, err error) {
+	data := make([]byte, slotSize*slotCount+1)
+	n, err := io.ReadFull(f, data)
+	if err != io.ErrUnexpectedEOF {
+		if err == nil {
+			err = errors.New("longer than its two slots")
+		}
+		return b, 0, protocol.Errorf(protocol.CodeStateCorrupt, "read budget %s: %v", f.Name(), err).With("path", f.Name())
+	}
+	if n != slotSize*slotCount {
+		return b, 0, protocol.Errorf(protocol.CodeStateCorrupt, "budget %s is %d bytes, want %d; it is not trusted", f.Name(), n, slotSize*slotCount).With("path", f.Name())
+	}
+	newest := -1
+	var firstErr error
+	for i := range slotCount {
+		var s budget
+		raw := bytes.TrimRight(data[i*slotSize:(i+1)*slotSize], "\n")
+		if err := decodeRecord(fmt.Sprintf("%s (slot %d)", f.Name(), i), "budget", raw, &s); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if newest < 0 || s.Used > b.Used {
+			b, newest = s, i
+		}
+	}
+	if newest < 0 {
+		return b, 0, firstErr
+	}
+	return b, int64((newest+1)%slotCount) * slotSize, nil
+}
+
+// budgetPath is the budget file of the run directory dir.
+func budgetPath(dir string) string { return filepath.Join(dir, budgetName) }
+
+// TakeOrdinal durably takes the run's next command ordinal, or fails with
+// command_budget_exhausted past limit (nil: no limit). The flock makes
+// concurrent starts from many processes take distinct ordinals.
+func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
+	var ordinal int64
+	dir := d.runDir(id)
+	err := withLock(dir, func() error {
+		f, err := os.OpenFile(budgetPath(dir), os.O_RDWR, 0)
+		if err != nil {
+			return protocol.Errorf(protocol.CodeStateCorrupt, "open budget of run %s: %w", id, err).With("run_id", id)
+		}
+		defer f.Close()
+		b, next, err := readBudget(f)
+		if err != nil {
+			return err
+		}
+		if limit != nil && b.Used >= *limit {
+			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots; start a new run (procmon run new) for more", id, b.Used, *limit).
+				With("run_id", id).With("used", b.Used).With("command_limit", *limit)
+		}
+		b.Used++
+		slot, err := encodeBudgetSlot(b)
+		if err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(slot, next); err != nil {
+			return fmt.Errorf("write budget of run %s: %w", id, err)
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return fmt.Errorf("fdatasync budget of run %s: %w", id, err)
+		}
+		ordinal = b.Used
+		return nil
+	})
+	return ordinal, err
+}
+
+// BudgetUsed reports how many command slots a run has used.
+func (d *Dir) BudgetUsed(id string) (int64, error) {
+	f, err := os.Open(budgetPath(d.runDir(id)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		return 0, protocol.Errorf(protocol.CodeStateCorrupt, "open budget of run %s: %w", id, err).With("run_id", id)
+	}
+	defer f.Close()
+	b, _, err := readBudget(f)
+	return b.Used, err
+}

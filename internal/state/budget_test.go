@@ -1,0 +1,144 @@
+package state
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"procmon/internal/protocol"
+)
+
+func newTestRun(t *testing.T) (*Dir, string) {
+	t.Helper()
+	d, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateRun(&Run{RunID: DefaultRun, Tools: Tools}); err != nil {
+		t.Fatal(err)
+	}
+	return d, budgetPath(d.runDir(DefaultRun))
+}
+
+// slotCounts decodes each slot of the budget file on its own: -1 for a
+// damaged slot.
+func slotCounts(t *testing.T, path string) [slotCount]int64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != slotSize*slotCount {
+		t.Fatalf("budget file is %d bytes, want %d", len(data), slotSize*slotCount)
+	}
+	var out [slotCount]int64
+	for i := range out {
+		var b budget
+		if decodeRecord(path, "budget", bytes.TrimRight(data[i*slotSize:(i+1)*slotSize], "\n"), &b) != nil {
+			out[i] = -1
+			continue
+		}
+		out[i] = b.Used
+	}
+	return out
+}
+
+func TestBudgetWritesAlternateSlots(t *testing.T) {
+	d, path := newTestRun(t)
+	if got := slotCounts(t, path); got != [2]int64{0, 0} {
+		t.Fatalf("new budget slots %v, want [0 0]", got)
+	}
+	want := [][2]int64{{0, 1}, {2, 1}, {2, 3}, {4, 3}}
+	for i, w := range want {
+		n, err := d.TakeOrdinal(DefaultRun, nil)
+		if err != nil || n != int64(i+1) {
+			t.Fatalf("take %d: got %d, %v", i+1, n, err)
+		}
+		// Each write leaves the previous count intact in the other slot.
+		if got := slotCounts(t, path); got != w {
+			t.Fatalf("after take %d: slots %v, want %v", i+1, got, w)
+		}
+	}
+	if used, err := d.BudgetUsed(DefaultRun); err != nil || used != 4 {
+		t.Fatalf("used %d, %v; want 4", used, err)
+	}
+}
+
+func TestBudgetTornSlotFallsBackToTheOther(t *testing.T) {
+	d, path := newTestRun(t)
+	for range 3 {
+		if _, err := d.TakeOrdinal(DefaultRun, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A crash in the middle of writing ordinal 4 to slot 0 (which held 2).
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the sector holding the checksum reached the disk.
+	slot, _ := encodeBudgetSlot(budget{Used: 4})
+	f.WriteAt(slot[40:60], 40)
+	f.Close()
+	if got := slotCounts(t, path); got != [2]int64{-1, 3} {
+		t.Fatalf("torn slots %v, want [-1 3]", got)
+	}
+	if used, err := d.BudgetUsed(DefaultRun); err != nil || used != 3 {
+		t.Fatalf("used after a torn write: %d, %v; want 3", used, err)
+	}
+	// Ordinal 4 was never handed out, so it is the next one, written over
+	// the torn slot.
+	if n, err := d.TakeOrdinal(DefaultRun, nil); err != nil || n != 4 {
+		t.Fatalf("take after a torn write: %d, %v; want 4", n, err)
+	}
+	if got := slotCounts(t, path); got != [2]int64{4, 3} {
+		t.Fatalf("slots %v, want [4 3]", got)
+	}
+}
+
+func TestBudgetDamagedIsNeverTrusted(t *testing.T) {
+	cases := map[string]func(path string) error{
+		"both slots damaged": func(path string) error {
+			return os.WriteFile(path, bytes.Repeat([]byte("x"), slotSize*slotCount), 0o600)
+		},
+		"truncated": func(path string) error { return os.Truncate(path, slotSize) },
+		"grown":     func(path string) error { return os.Truncate(path, slotSize*slotCount+1) },
+		"empty":     func(path string) error { return os.Truncate(path, 0) },
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, path := newTestRun(t)
+			if err := damage(path); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(path)
+			if n, err := d.TakeOrdinal(DefaultRun, nil); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+				t.Fatalf("take: %d, %v; want state_corrupt", n, err)
+			}
+			if _, err := d.BudgetUsed(DefaultRun); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+				t.Fatalf("used: %v; want state_corrupt", err)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+				t.Fatal("a damaged budget was written to")
+			}
+		})
+	}
+}
+
+func TestBudgetLimitWritesNothing(t *testing.T) {
+	d, path := newTestRun(t)
+	limit := int64(2)
+	for want := int64(1); want <= limit; want++ {
+		if n, err := d.TakeOrdinal(DefaultRun, &limit); err != nil || n != want {
+			t.Fatalf("take: %d, %v; want %d", n, err, want)
+		}
+	}
+	before, _ := os.ReadFile(path)
+	if _, err := d.TakeOrdinal(DefaultRun, &limit); !protocol.HasCode(err, protocol.CodeCommandBudgetExhausted) {
+		t.Fatalf("past the limit: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a refused take wrote the budget")
+	}
+}
