@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/xml"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // lineJoins are the separators a multi-line secret's lines may be printed
@@ -93,10 +93,55 @@ func goQuote(s string) string {
 	return q[1 : len(q)-1]
 }
 
+// xmlEscape is s as encoding/xml's EscapeText writes it. It is written
+// out here because importing encoding/xml costs every procmon process,
+// guardians included, its package initialization at startup.
 func xmlEscape(s string) string {
-	var buf bytes.Buffer
-	if err := xml.EscapeText(&buf, []byte(s)); err != nil {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		r, width := utf8.DecodeRuneInString(s[i:])
+		var esc string
+		switch r {
+		case '"':
+			esc = "&#34;"
+		case '\'':
+			esc = "&#39;"
+		case '&':
+			esc = "&amp;"
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '\t':
+			esc = "&#x9;"
+		case '\n':
+			esc = "&#xA;"
+		case '\r':
+			esc = "&#xD;"
+		default:
+			if !xmlChar(r) || (r == utf8.RuneError && width == 1) {
+				esc = "\uFFFD"
+			}
+		}
+		if esc != "" {
+			b.WriteString(s[last:i])
+			b.WriteString(esc)
+			last = i + width
+		}
+		i += width
+	}
+	if last == 0 {
 		return s
 	}
-	return buf.String()
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// xmlChar reports whether r is in XML 1.0's Char production.
+func xmlChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
 }

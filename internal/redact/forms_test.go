@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -115,6 +117,33 @@ func TestBase64InsideLongerBlobs(t *testing.T) {
 				}
 				checkSame(t, needles, "blob one-byte", oneByte(r, in), out)
 			}
+		}
+	}
+}
+
+// xmlEscape must write what encoding/xml's EscapeText writes: an XML form
+// that differs from the one a service prints would never match.
+func TestXMLEscapeMatchesEncodingXML(t *testing.T) {
+	cases := []string{
+		"", "plain", `a"b'c&d<e>f`, "tab\tnl\ncr\r", "\x00\x01\x1f ok",
+		"\xff\xfe broken", "é ü 日本 🔑", "\uFFFD real replacement", "\uFFFE\uFFFF",
+		"\U0010FFFF", "p@ss&w0rd<script>", "\xed\xa0\x80 surrogate",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		var want bytes.Buffer
+		if err := xml.EscapeText(&want, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		if got := xmlEscape(s); got != want.String() {
+			t.Errorf("xmlEscape(%q) = %q, encoding/xml writes %q", s, got, want.String())
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/protocol"
 )
@@ -77,8 +78,10 @@ func ValidRunID(id string) error {
 func NewID(prefix string) string {
 	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
 	var raw [26]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		panic(fmt.Sprintf("crypto/rand failed: %v", err)) // never happens on Linux
+	// getrandom(2) straight: crypto/rand would cost every procmon process,
+	// guardians included, the initialization of its DRBG packages.
+	if n, err := unix.Getrandom(raw[:], 0); err != nil || n != len(raw) {
+		panic(fmt.Sprintf("getrandom: %d bytes, %v", n, err)) // never happens on Linux
 	}
 	for i, b := range raw {
 		raw[i] = alphabet[int(b)%len(alphabet)]
