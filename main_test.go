@@ -21,6 +21,7 @@ import (
 
 	"procmon/cmd"
 	"procmon/internal/proc"
+	"procmon/internal/protocol"
 	"procmon/internal/state"
 	"procmon/internal/wait"
 )
@@ -262,6 +263,12 @@ func leftovers(dir string, waitForExit bool) []string {
 	var problems []string
 	for _, id := range ids {
 		m, err := d.LoadMonitor(id)
+		if protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+			// No start is in progress when a script checks: a directory
+			// without a record was left by a failed or refused start.
+			problems = append(problems, fmt.Sprintf("%s: a monitor directory without a record was left behind", id))
+			continue
+		}
 		if err != nil {
 			continue
 		}

@@ -104,7 +104,8 @@ func TestCorruptRecordIsRefusedAndIsolated(t *testing.T) {
 	good := "m_" + strings.Repeat("a", 26)
 	bad := "m_" + strings.Repeat("b", 26)
 	short := "m_" + strings.Repeat("c", 26)
-	for _, id := range []string{good, bad, short} {
+	starting := "m_" + strings.Repeat("d", 26) // no record yet: a start in progress
+	for _, id := range []string{good, bad, short, starting} {
 		if err := os.MkdirAll(filepath.Join(dir, "monitors", id), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -133,8 +134,12 @@ func TestCorruptRecordIsRefusedAndIsolated(t *testing.T) {
 	}
 	status, resp, raw = runIn(t, dir, "", "list", "--all-runs")
 	rows, _ := resp["monitors"].([]any)
-	if status != 0 || len(rows) != 3 || !strings.Contains(raw, "state_corrupt") {
-		t.Fatalf("list with corrupt records: exit %d %s", status, raw)
+	if status != 0 || len(rows) != 3 || !strings.Contains(raw, "state_corrupt") || strings.Contains(raw, starting) {
+		t.Fatalf("list with corrupt records and a start in progress: exit %d %s", status, raw)
+	}
+	status, resp, raw = runIn(t, dir, "", "status", starting)
+	if errorCode(resp) != "unknown_monitor" || status != 4 {
+		t.Fatalf("status of a start in progress: exit %d %s", status, raw)
 	}
 }
 

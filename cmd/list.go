@@ -72,6 +72,9 @@ func runList(env *Env, g *globals, opts listOptions) error {
 	}
 	for _, id := range ids {
 		o, err := proc.Observe(dir, id)
+		if protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+			continue // a start in progress: no record yet
+		}
 		if err != nil {
 			e := protocol.AsError(err)
 			resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message}})

@@ -54,7 +54,7 @@ func defaultEnv() *Env {
 // status.
 func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
-		return proc.RunGuardian(os.Stdin, os.Stdout)
+		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
 	return Run(os.Args[1:], defaultEnv())
 }

@@ -113,18 +113,20 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The guardian boots while admission runs; it does nothing until it
-	// is handed a spec, and a refused start waits for it to exit.
-	guardian, err := proc.StartGuardian()
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	// The guardian boots while admission runs and the monitor's directory
+	// is made; it starts nothing until it is handed a spec, and a refused
+	// start waits for it to exit and removes the directory.
+	monitorID := state.NewID("m_")
+	guardian, err := proc.StartGuardian(dir, monitorID)
 	if err != nil {
 		return nil, err
 	}
 	defer guardian.Abandon()
 
-	dir, err := openState(env)
-	if err != nil {
-		return nil, err
-	}
 	runID, err := selectedRun(env, g)
 	if err != nil {
 		return nil, err
@@ -158,7 +160,6 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 
 	childEnv := mergeEnv(env.Environ(), req.Env)
 	secrets, warnings := collectSecrets(childEnv, req, run.Policy.SecretEnv)
-	monitorID := state.NewID("m_")
 	m, err := guardian.Handoff(proc.Spec{
 		StateDir:       dir.Path,
 		MonitorID:      monitorID,

@@ -40,13 +40,17 @@ type cancelRequest struct {
 // guardian holds custody of one service. Its fields are owned by the main
 // loop goroutine unless noted.
 type guardian struct {
+	stateDir  string
+	monitorID string
 	spec      Spec
 	dir       *state.Dir
+	bootID    string
 	mdir      string
 	self      int
 	selfTicks uint64
 
-	rec *state.Monitor // the record as last written
+	rec         *state.Monitor // the record as last written
+	firstRecord *os.File       // the temp file the first record is written through
 
 	child      int
 	childTicks uint64
@@ -67,35 +71,86 @@ type guardian struct {
 	ctl      *controlServer
 }
 
-// RunGuardian is the body of the hidden guardian subcommand: it reads the
-// Spec on stdin, writes the handoff on stdout, then keeps custody until the
-// receipt is durable. It returns the exit status of the guardian process.
-func RunGuardian(stdin io.Reader, stdout *os.File) int {
-	// A guardian holds little: bounded buffers and one record. Keep the heap
-	// from growing far past that.
-	debug.SetGCPercent(25)
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-
+// RunGuardian is the body of the hidden guardian subcommand, started by
+// StartGuardian as "procmon __guardian STATE_DIR MONITOR_ID" before the
+// request is admitted. It boots and prepares while the launcher takes the
+// command slot, then reads the Spec on stdin, starts the child, writes the
+// handoff on stdout and keeps custody until the receipt is durable. It
+// returns the exit status of the guardian process.
+func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
+	// The child is forked from this goroutine's thread, which must live as
+	// long as custody (see spawn): it stays locked until the process ends.
+	runtime.LockOSThread()
+	if len(args) != 2 {
+		fmt.Fprintf(os.Stderr, "procmon: %s is started by procmon start, never by hand\n", GuardianArg)
+		return 2
+	}
+	// Each signal.Notify is a round trip to the runtime's signal thread, so
+	// they are made while the spec is read and the child spawned. SIGPIPE
+	// is caught before anything is written to the caller's pipes: a caller
+	// that died must not take the guardian with it.
+	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
+	notified := make(chan struct{})
+	go func() {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		signal.Notify(sigchld, syscall.SIGCHLD)
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		close(notified)
+	}()
 	var spec Spec
-	if err := json.NewDecoder(io.LimitReader(stdin, 16<<20)).Decode(&spec); err != nil {
-		if err == io.EOF {
-			return 0 // the start was refused before a spec was sent
+	if readErr := readSpec(stdin, &spec); readErr != nil {
+		// The launcher refused the start or died before sending a spec:
+		// what it made for the monitor goes.
+		if dir, err := state.Open(args[0]); err == nil {
+			dir.RemoveMonitorDir(args[1])
 		}
-		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + err.Error()}})
+		if readErr == io.EOF {
+			return 0
+		}
+		<-notified
+		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + readErr.Error()}})
 		return 1
 	}
-	g, err := startCustody(spec)
+	g, err := newGuardian(args[0], args[1], sigchld, signals)
+	if err == nil {
+		err = g.start(spec)
+	}
+	<-notified
 	if err != nil {
 		e := protocol.AsError(err)
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
 		return 1
 	}
 	writeHandoff(stdout, handoff{Monitor: g.rec})
-	// The launcher has what it waited for; from here on the guardian has no
-	// tie to the caller's stdio.
+	// The launcher has what it waited for: from here on the guardian has no
+	// tie to the caller's stdio, and one P is plenty.
 	redirectToDevNull(1)
+	redirectToDevNull(2)
+	g.openGuardianLog()
+	runtime.GOMAXPROCS(1)
+	// A guardian holds little: bounded buffers and one record. Keep the heap
+	// from growing far past that. (Set before the handoff, the small heap
+	// goal would cost the start a collection.)
+	debug.SetGCPercent(25)
+	// An orphan that exited before SIGCHLD was caught is reaped now.
+	g.reapOrphans()
 	g.keepCustody()
 	return 0
+}
+
+// readSpec reads the spec the launcher writes and closes; io.EOF means
+// it closed the pipe without one.
+func readSpec(r io.Reader, spec *Spec) error {
+	data, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
+	switch {
+	case err != nil:
+		return err
+	case len(data) == 0:
+		return io.EOF
+	case len(data) > maxSpecBytes:
+		return fmt.Errorf("spec is over %d bytes", maxSpecBytes)
+	}
+	return spec.UnmarshalBinary(data)
 }
 
 func writeHandoff(w *os.File, h handoff) {
@@ -110,72 +165,124 @@ func redirectToDevNull(fd int) {
 	}
 }
 
-// startCustody does everything up to the durable running handoff: the
-// non-reaping probe, the monitor directory, the output pipe and log, the
-// child, the control socket and the first record.
-func startCustody(spec Spec) (_ *guardian, err error) {
-	redirectToDevNull(0)
-	// Compiling the redactor is the guardian's largest piece of work before
-	// the handoff; it overlaps the directory, pipe and spawn syscalls below.
-	compiled := compileRedactor(spec.Secrets)
+// openGuardianLog points the guardian's stderr at guardian.log in the
+// monitor's directory.
+func (g *guardian) openGuardianLog() {
+	f, err := os.OpenFile(filepath.Join(g.mdir, "guardian.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	unix.Dup3(int(f.Fd()), 2, 0)
+	f.Close()
+}
+
+// newGuardian does what must precede any spawn: the non-reaping probe,
+// the subreaper bit and the output pipe.
+func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*guardian, error) {
 	if err := probeNonReaping(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): the guardian cannot observe an exit without reaping, so it refuses to start", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "become child subreaper: %v", err)
 	}
-	dir, err := state.Open(spec.StateDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := dir.CreateMonitorDir(spec.MonitorID); err != nil {
-		return nil, err
-	}
 	g := &guardian{
-		spec:     spec,
-		dir:      dir,
-		mdir:     dir.MonitorDir(spec.MonitorID),
-		self:     os.Getpid(),
-		exited:   make(chan exitStatus, 1),
-		cancels:  make(chan cancelRequest, 1),
-		sigchld:  make(chan os.Signal, 1),
-		signals:  make(chan os.Signal, 1),
-		finished: make(chan struct{}),
+		stateDir:  stateDir,
+		monitorID: monitorID,
+		self:      os.Getpid(),
+		exited:    make(chan exitStatus, 1),
+		cancels:   make(chan cancelRequest, 1),
+		sigchld:   sigchld,
+		signals:   signals,
+		finished:  make(chan struct{}),
 	}
-	defer func() {
-		if err != nil {
-			// No running handoff: leave nothing behind, not even the directory.
-			if g.ctl != nil {
-				g.ctl.close()
-			}
-			dir.RemoveMonitorDir(spec.MonitorID)
-		}
-	}()
+	var err error
 	if g.selfTicks, err = StartTicks(g.self); err != nil {
 		return nil, fmt.Errorf("read own start time: %w", err)
 	}
-	if f, err := os.OpenFile(filepath.Join(g.mdir, "guardian.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
-		unix.Dup3(int(f.Fd()), 2, 0)
-		f.Close()
+	if g.out, err = newOutputCopier(); err != nil {
+		return nil, err
 	}
-	signal.Notify(g.sigchld, syscall.SIGCHLD)
-	signal.Notify(g.signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	return g, nil
+}
 
+// open opens what the launcher made in the monitor's directory (the
+// output log) and listens on the control socket.
+func (g *guardian) open() error {
+	dir, err := state.Open(g.stateDir)
+	if err != nil {
+		return err
+	}
+	g.dir, g.mdir = dir, dir.MonitorDir(g.monitorID)
+	g.bootID = state.BootID()
+	if err := g.out.openLog(g.mdir); err != nil {
+		return err
+	}
+	if g.firstRecord, err = dir.CreateRecordTemp(g.monitorID); err != nil {
+		return err
+	}
+	g.ctl, err = g.listen()
+	return err
+}
+
+// discard undoes newGuardian and open for a start that never got its
+// running handoff: not even the directory is left.
+func (g *guardian) discard() {
+	if g.ctl != nil {
+		g.ctl.close()
+	}
+	if g.firstRecord != nil {
+		g.firstRecord.Close()
+	}
+	g.out.abandon()
+	if dir, err := state.Open(g.stateDir); err == nil {
+		dir.RemoveMonitorDir(g.monitorID)
+	}
+}
+
+// start does the rest, up to the durable running handoff: the child and
+// the first record. On error the child is gone and nothing is left.
+func (g *guardian) start(spec Spec) (err error) {
+	g.spec = spec
+	opened := make(chan error, 1)
+	joined := false
+	defer func() {
+		if err != nil {
+			if !joined {
+				<-opened
+			}
+			g.discard()
+		}
+	}()
+	if spec.StateDir != g.stateDir || spec.MonitorID != g.monitorID {
+		opened <- nil
+		return protocol.Errorf(protocol.CodeInternal, "guardian of monitor %s in %s was sent a spec for %s in %s", g.monitorID, g.stateDir, spec.MonitorID, spec.StateDir)
+	}
+	// The monitor's files are opened while the child is spawned: the
+	// child needs only the pipe.
+	go func() { opened <- g.open() }()
+	redirectToDevNull(0)
+	// Compiling the redactor is the largest piece of work before the
+	// handoff; it overlaps the lookup and the spawn below.
+	compiled := compileRedactor(spec.Secrets)
 	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	g.out, err = newOutputCopier(g.mdir, spec)
-	if err != nil {
-		return nil, err
-	}
-	if g.ctl, err = g.listen(); err != nil {
-		g.out.abandon()
-		return nil, err
+	if spec.MaxOutputBytes != nil {
+		g.out.limit = *spec.MaxOutputBytes
 	}
 	if err := g.spawn(path); err != nil {
-		g.out.abandon()
-		return nil, err
+		return err
+	}
+	if g.childTicks, err = StartTicks(g.child); err != nil {
+		// The child is ours and unreaped, so its stat exists even as a zombie.
+		g.abortChild()
+		return fmt.Errorf("read child start time: %w", err)
+	}
+	joined = true
+	if err := <-opened; err != nil {
+		g.abortChild()
+		return err
 	}
 	// The redactor sits between the pipe and the log: a raw secret never
 	// reaches the disk, and the secrets live only in this process. Until
@@ -183,15 +290,11 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 	c := <-compiled
 	if c.err != nil {
 		g.abortChild()
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", c.err).With("field", "secrets")
+		return protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", c.err).With("field", "secrets")
 	}
 	g.redactText = c.redactor.String
 	g.out.filter = c.redactor.NewStream()
 	go g.out.run()
-	if g.childTicks, err = StartTicks(g.child); err != nil {
-		// The child is ours and unreaped, so its stat exists even as a zombie.
-		return nil, fmt.Errorf("read child start time: %w", err)
-	}
 	if spec.Owner != nil {
 		g.owner = watchOwner(*spec.Owner)
 	}
@@ -203,7 +306,7 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 		Argv:                 redactAll(g.redactText, spec.Argv),
 		Cwd:                  spec.Cwd,
 		CommandOrdinal:       spec.CommandOrdinal,
-		BootID:               state.BootID(),
+		BootID:               g.bootID,
 		PID:                  g.child,
 		PGID:                 g.child,
 		ChildStartTicks:      g.childTicks,
@@ -220,56 +323,44 @@ func startCustody(spec Spec) (_ *guardian, err error) {
 	if err := g.save(true); err != nil {
 		// Custody cannot be recorded: take the child down with us.
 		g.abortChild()
-		return nil, err
-	}
-	go g.ctl.serve(g)
-	return g, nil
-}
-
-// spawn starts the child in its own process group on a thread locked for
-// the guardian's life: Pdeathsig fires when the forking thread exits, so
-// the thread must outlive custody. The same thread then waits for the exit
-// without reaping.
-func (g *guardian) spawn(path string) error {
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
 		return err
 	}
-	defer devnull.Close()
+	go g.ctl.serve(g)
+	return nil
+}
+
+// spawn starts the child in its own process group. It runs on the main
+// goroutine, which RunGuardian locks to its thread for the guardian's
+// life: Pdeathsig fires when the forking thread exits, so that thread
+// must outlive custody. Another goroutine waits for the exit without
+// reaping (any thread of the guardian may wait for its children).
+func (g *guardian) spawn(path string) error {
+	devnull, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer unix.Close(devnull)
 	w := g.out.writeEnd
-	attr := &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(path, g.spec.Argv, &syscall.ProcAttr{
 		Dir:   g.spec.Cwd,
 		Env:   g.spec.Env,
-		Files: []uintptr{devnull.Fd(), w.Fd(), w.Fd()},
+		Files: []uintptr{uintptr(devnull), w.Fd(), w.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	w.Close()
+	g.out.writeEnd = nil
+	if err != nil {
+		return protocol.Errorf(protocol.CodeExecFailed, "cannot execute %q: %v", g.spec.Argv[0], execReason(err, g.spec.Cwd)).With("argv0", g.spec.Argv[0])
 	}
-	type started struct {
-		pid int
-		err error
-	}
-	result := make(chan started, 1)
+	g.child = pid
 	go func() {
-		runtime.LockOSThread() // never unlocked, see above
-		pid, err := syscall.ForkExec(path, g.spec.Argv, attr)
-		result <- started{pid, err}
-		if err != nil {
-			return
-		}
 		var info childInfo
 		if err := waitid(unix.P_PID, pid, unix.WEXITED|unix.WNOWAIT, &info); err != nil {
 			fmt.Fprintf(os.Stderr, "guardian: waitid on child %d: %v\n", pid, err)
-			select {}
+			return
 		}
 		g.exited <- decodeExit(&info, nowMs())
-		select {}
 	}()
-	r := <-result
-	w.Close()
-	g.out.writeEnd = nil
-	if r.err != nil {
-		return protocol.Errorf(protocol.CodeExecFailed, "cannot execute %q: %v", g.spec.Argv[0], execReason(r.err, g.spec.Cwd)).With("argv0", g.spec.Argv[0])
-	}
-	g.child = r.pid
 	return nil
 }
 
@@ -305,6 +396,10 @@ func (g *guardian) save(durable bool) error {
 			}
 		}
 		g.out.snapshot(g.rec)
+		if f := g.firstRecord; f != nil {
+			g.firstRecord = nil
+			return g.dir.SaveFirstMonitor(f, g.rec)
+		}
 		return g.dir.SaveMonitor(g.rec, durable)
 	})
 }

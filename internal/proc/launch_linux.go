@@ -1,11 +1,15 @@
 package proc
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -14,20 +18,29 @@ import (
 // GuardianArg is the hidden subcommand that runs a guardian.
 const GuardianArg = "__guardian"
 
-// PendingGuardian is a guardian process started before its spec is known,
-// so that it boots while the caller does admission and takes the command
-// slot. It does nothing until the spec arrives.
+// PendingGuardian is a guardian process started before its spec is known.
+// A Go process takes milliseconds to boot, so the guardian is launched
+// first; while it boots, the caller does admission, takes the command
+// slot and makes the monitor's directory.
 type PendingGuardian struct {
-	p     *os.Process
-	specW *os.File
-	handR *os.File
-	done  bool
+	pid       int
+	dir       *state.Dir
+	monitorID string
+	specW     *os.File
+	handR     *os.File
+	made      chan error // from makeMonitorDir, once
+	done      bool
 }
 
-// StartGuardian starts a detached guardian that waits for its spec. The
-// guardian runs in its own session with no tie to the caller's stdio, so
-// the caller may exit or be killed without touching the service.
-func StartGuardian() (*PendingGuardian, error) {
+// StartGuardian starts a detached guardian for monitorID in dir and makes
+// the monitor's directory in the background. The guardian waits for its
+// spec. It runs in its own session and lets go of the caller's stdio at
+// the handoff, so the caller may exit or be killed without touching the
+// service.
+func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
+	if err := state.ValidMonitorID(monitorID); err != nil {
+		return nil, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -43,18 +56,17 @@ func StartGuardian() (*PendingGuardian, error) {
 		return nil, fmt.Errorf("create handoff pipe: %w", err)
 	}
 	defer handW.Close()
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		specW.Close()
-		handR.Close()
-		return nil, err
-	}
-	defer devnull.Close()
-	p, err := os.StartProcess(exe, []string{"procmon", GuardianArg}, &os.ProcAttr{
+	// syscall.ForkExec rather than os.StartProcess: the caller only ever
+	// waits for its own unreaped child, whose pid cannot be reused, and it
+	// skips the pidfd self-test os runs before its first spawn.
+	pid, err := syscall.ForkExec(exe, []string{"procmon", GuardianArg, dir.Path, monitorID}, &syscall.ProcAttr{
 		Dir: "/",
-		// One P is plenty for a guardian and keeps its memory small.
-		Env:   []string{"GOMAXPROCS=1"},
-		Files: []*os.File{specR, handW, devnull},
+		// Two Ps let the guardian open the monitor's files while it spawns
+		// the child; it drops to one after the handoff.
+		Env: []string{"GOMAXPROCS=2"},
+		// Until the handoff the guardian's stderr is the caller's, so
+		// whatever stops a start is shown where the caller looks.
+		Files: []uintptr{specR.Fd(), handW.Fd(), os.Stderr.Fd()},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
@@ -62,54 +74,93 @@ func StartGuardian() (*PendingGuardian, error) {
 		handR.Close()
 		return nil, fmt.Errorf("start guardian: %w", err)
 	}
-	return &PendingGuardian{p: p, specW: specW, handR: handR}, nil
+	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR, made: make(chan error, 1)}
+	go func() { pg.made <- makeMonitorDir(dir, monitorID) }()
+	return pg, nil
 }
 
-// Abandon sends no spec: the guardian exits without having done anything,
-// and Abandon waits for it, so a refused start leaves no guardian behind.
-// After Handoff it does nothing.
+// makeMonitorDir makes the monitor's directory, its lock and its empty
+// output log. A directory without a record is a start in progress, which
+// readers pass over.
+func makeMonitorDir(dir *state.Dir, monitorID string) error {
+	if err := dir.CreateMonitorDir(monitorID); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create output log: %w", err)
+	}
+	return f.Close()
+}
+
+// wait reaps the guardian once it has exited.
+func (pg *PendingGuardian) wait() {
+	var ws unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// Abandon sends no spec: the guardian exits, Abandon waits for it and
+// removes the monitor's directory, so a refused start leaves no guardian
+// and no directory behind. After Handoff it does nothing.
 func (pg *PendingGuardian) Abandon() {
 	if pg.done {
 		return
 	}
 	pg.done = true
+	<-pg.made
 	pg.specW.Close()
 	pg.handR.Close()
-	pg.p.Wait()
+	pg.wait()
+	pg.dir.RemoveMonitorDir(pg.monitorID)
 }
 
 // Handoff sends the spec and returns once the guardian has durably
 // recorded the running handoff, or with the error that stopped it
 // (exec_failed, nonreaping_unavailable, ...).
 func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
+	if err := <-pg.made; err != nil {
+		pg.made <- err // for Abandon
+		return nil, err
+	}
 	pg.done = true
 	defer pg.handR.Close()
-	err := json.NewEncoder(pg.specW).Encode(spec)
+	data, err := spec.MarshalBinary()
+	if err == nil {
+		_, err = pg.specW.Write(data)
+	}
 	pg.specW.Close()
 	if err != nil {
-		pg.p.Wait()
+		pg.wait()
+		pg.dir.RemoveMonitorDir(pg.monitorID)
 		return nil, fmt.Errorf("send spec to guardian: %w", err)
 	}
-	data, err := io.ReadAll(io.LimitReader(pg.handR, 1<<20))
-	if err != nil {
+	// One line, read as soon as it is written: the guardian lets go of the
+	// pipe only after it.
+	line, err := bufio.NewReader(io.LimitReader(pg.handR, 1<<20)).ReadBytes('\n')
+	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("read guardian handoff: %w", err)
 	}
 	var h handoff
-	if len(data) > 0 {
-		if err := json.Unmarshal(data, &h); err != nil {
+	if len(line) > 0 {
+		if err := json.Unmarshal(line, &h); err != nil {
 			h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "decode guardian handoff: " + err.Error()}
 		}
 	}
 	if h.Monitor == nil {
 		// No running handoff: the guardian is exiting. Wait for it, so a
-		// failed start provably leaves no guardian behind.
-		pg.p.Wait()
+		// failed start provably leaves no guardian behind; it has removed
+		// what it made, and this removes the rest.
+		pg.wait()
+		pg.dir.RemoveMonitorDir(pg.monitorID)
 		if h.Error == nil {
-			return nil, protocol.Errorf(protocol.CodeInternal, "guardian exited before the running handoff; see %s/guardian.log", state.MonitorPath(spec.StateDir, spec.MonitorID))
+			return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", spec.MonitorID)
 		}
 		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
 	}
 	// The guardian outlives this process; it is never waited for.
-	pg.p.Release()
 	return h.Monitor, nil
 }

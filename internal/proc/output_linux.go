@@ -58,16 +58,11 @@ type outputCopier struct {
 	done    chan struct{} // closed at the pipe's EOF, after the last write
 }
 
-// newOutputCopier creates the log and the pipe; the filter is set before
-// run starts.
-func newOutputCopier(mdir string, spec Spec) (*outputCopier, error) {
-	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("create output log: %w", err)
-	}
+// newOutputCopier creates the pipe; the log, the filter and the limit are
+// set before run starts.
+func newOutputCopier() (*outputCopier, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		log.Close()
 		return nil, fmt.Errorf("create output pipe: %w", err)
 	}
 	// Best effort: a smaller pipe only means more, smaller reads. The
@@ -76,19 +71,23 @@ func newOutputCopier(mdir string, spec Spec) (*outputCopier, error) {
 	if rc, err := r.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
 	}
-	o := &outputCopier{
+	return &outputCopier{
 		pipe:     r,
 		writeEnd: w,
-		log:      log,
-		logFD:    log.Fd(),
 		limit:    -1,
 		capHit:   make(chan struct{}),
 		done:     make(chan struct{}),
+	}, nil
+}
+
+// openLog opens the monitor's output log, made empty by the launcher.
+func (o *outputCopier) openLog(mdir string) error {
+	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("open output log: %w", err)
 	}
-	if spec.MaxOutputBytes != nil {
-		o.limit = *spec.MaxOutputBytes
-	}
-	return o, nil
+	o.log, o.logFD = log, log.Fd()
+	return nil
 }
 
 // run copies until EOF. It owns the filter and the log's write offset.
@@ -172,5 +171,7 @@ func (o *outputCopier) abandon() {
 	if o.writeEnd != nil {
 		o.writeEnd.Close()
 	}
-	o.log.Close()
+	if o.log != nil {
+		o.log.Close()
+	}
 }

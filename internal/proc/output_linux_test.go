@@ -18,9 +18,19 @@ func newTestCopier(t *testing.T, limit *int64) *outputCopier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := newOutputCopier(t.TempDir(), Spec{MaxOutputBytes: limit})
+	o, err := newOutputCopier()
 	if err != nil {
 		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, state.LogName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.openLog(dir); err != nil {
+		t.Fatal(err)
+	}
+	if limit != nil {
+		o.limit = *limit
 	}
 	o.filter = r.NewStream()
 	t.Cleanup(o.abandon)

@@ -120,3 +120,35 @@ func TestMonitorIDNeverAPath(t *testing.T) {
 		t.Errorf("NewID: %v", err)
 	}
 }
+
+// A monitor directory is removed only while it holds no record: once the
+// running handoff is durable, the record is the evidence reconcile needs.
+func TestRemoveMonitorDirKeepsARecord(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, recorded := NewID("m_"), NewID("m_")
+	for _, id := range []string{started, recorded} {
+		if err := d.CreateMonitorDir(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.SaveMonitor(&Monitor{MonitorID: recorded, RunID: DefaultRun, Phase: PhaseRunning}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{started, recorded} {
+		if err := d.RemoveMonitorDir(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(d.MonitorDir(started)); !os.IsNotExist(err) {
+		t.Errorf("directory without a record: %v, want it removed", err)
+	}
+	if _, err := d.LoadMonitor(recorded); err != nil {
+		t.Errorf("directory with a record was removed: %v", err)
+	}
+	if ids, _ := d.MonitorIDs(); len(ids) != 1 || ids[0] != recorded {
+		t.Errorf("monitors left: %v, want only %s", ids, recorded)
+	}
+}

@@ -131,13 +131,17 @@ const (
 	ControlName = "control.sock"
 )
 
-// CreateMonitorDir makes a new monitor's private directory.
+// CreateMonitorDir makes a new monitor's private directory with its lock
+// file, so the first record's write creates no more than it must.
 func (d *Dir) CreateMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
 	}
 	if err := os.Mkdir(d.MonitorDir(id), 0o700); err != nil {
 		return fmt.Errorf("create monitor directory: %w", err)
+	}
+	if err := createLockFile(d.MonitorDir(id)); err != nil {
+		return err
 	}
 	// The record's own fsyncs cover its directory, not the directory's
 	// entry in monitors/.
@@ -167,6 +171,29 @@ func (d *Dir) LoadMonitor(id string) (*Monitor, error) {
 // fsyncs, for transitions whose loss in a crash changes nothing.
 func (d *Dir) SaveMonitor(m *Monitor, durable bool) error {
 	return writeRecord(d.MonitorDir(m.MonitorID), RecordName, "monitor", m, durable)
+}
+
+// CreateRecordTemp creates ahead of time the temp file through which a
+// new monitor's first record is written, so the durable running handoff
+// allocates no inode on its way. Pass it to SaveFirstMonitor; a temp file
+// never used is ignored by readers and goes with the directory.
+func (d *Dir) CreateRecordTemp(id string) (*os.File, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return nil, err
+	}
+	return createTemp(d.MonitorDir(id), RecordName)
+}
+
+// SaveFirstMonitor durably stores a monitor's first record through tmp,
+// a file from CreateRecordTemp. It closes tmp.
+func (d *Dir) SaveFirstMonitor(tmp *os.File, m *Monitor) error {
+	data, err := encodeRecord("monitor", m)
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	return writeThroughTemp(tmp, d.MonitorDir(m.MonitorID), RecordName, data, true)
 }
 
 // UpdateMonitor applies fn to the stored record under the monitor's lock.
@@ -208,9 +235,14 @@ func (d *Dir) MonitorIDs() ([]string, error) {
 	return ids, nil
 }
 
-// RemoveMonitorDir deletes a monitor that never got a running handoff.
+// RemoveMonitorDir deletes the directory of a monitor that never got a
+// running handoff. A directory holding a record is left alone: the record
+// is the evidence that reconcile needs.
 func (d *Dir) RemoveMonitorDir(id string) error {
 	if ValidMonitorID(id) != nil {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(d.MonitorDir(id), RecordName)); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return os.RemoveAll(d.MonitorDir(id))

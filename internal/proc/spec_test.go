@@ -1,0 +1,90 @@
+package proc
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"procmon/internal/state"
+)
+
+func int64p(v int64) *int64 { return &v }
+
+// fullSpec sets every field of Spec to a value other than its zero, so a
+// field the codec forgets fails the round trip.
+func fullSpec() Spec {
+	return Spec{
+		StateDir:       "/state/dir",
+		MonitorID:      "m_0123456789abcdefghijklmn",
+		RunID:          "r_0123456789abcdefghijklmn",
+		Name:           "api ✓",
+		Argv:           []string{"python3", "-c", "print('\x00\xff')", ""},
+		Cwd:            "/work",
+		Env:            []string{"A=1", "TOKEN=s3cr3t-value", "EMPTY="},
+		Secrets:        []string{"hunter2hunter2", strings.Repeat("x", 300)},
+		CommandOrdinal: 7,
+		AdmittedAtMs:   1796041821674,
+		WorkDeadlineMs: int64p(-1),
+		MaxOutputBytes: int64p(1 << 40),
+		OwnerGraceMs:   30000,
+		Owner:          &state.Owner{PID: 4242, StartTicks: 1<<63 + 5},
+	}
+}
+
+func TestSpecRoundTrip(t *testing.T) {
+	full := fullSpec()
+	v := reflect.ValueOf(full)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullSpec leaves %s zero: the round trip would not test it", v.Type().Field(i).Name)
+		}
+	}
+	for _, s := range []Spec{full, {}, {Argv: []string{"true"}, Env: []string{}}} {
+		data, err := s.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Spec
+		if err := got.UnmarshalBinary(data); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		// An empty list and no list are the same to a guardian.
+		norm := func(s *Spec) {
+			for _, l := range []*[]string{&s.Argv, &s.Env, &s.Secrets} {
+				if len(*l) == 0 {
+					*l = nil
+				}
+			}
+		}
+		norm(&s)
+		if !reflect.DeepEqual(got, s) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
+		}
+	}
+}
+
+func TestSpecDecodeRefusesDamage(t *testing.T) {
+	s := fullSpec()
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(data) {
+		var got Spec
+		if err := got.UnmarshalBinary(data[:n]); err == nil {
+			t.Fatalf("a spec cut to %d of %d bytes decoded", n, len(data))
+		}
+	}
+	var got Spec
+	if err := got.UnmarshalBinary(append(data, 0)); err == nil {
+		t.Fatal("trailing data accepted")
+	}
+	if err := got.UnmarshalBinary([]byte(`{"argv":["x"]}`)); err == nil {
+		t.Fatal("a JSON spec accepted")
+	}
+	// A count larger than the bytes left is refused before allocating.
+	bad := append([]byte(specMagic), 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f)
+	if err := got.UnmarshalBinary(bad); err == nil {
+		t.Fatal("an absurd list length accepted")
+	}
+}
