@@ -217,7 +217,7 @@ func (g *guardian) open() error {
 	if err := g.out.openLog(g.mdir); err != nil {
 		return err
 	}
-	if g.firstRecord, err = dir.CreateRecordTemp(g.monitorID); err != nil {
+	if g.firstRecord, err = dir.OpenFirstRecord(g.monitorID); err != nil {
 		return err
 	}
 	g.ctl, err = g.listen()

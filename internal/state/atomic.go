@@ -14,26 +14,11 @@ const tempPrefix = ".tmp-"
 // writeFileAtomic replaces dir/name with data so that a reader sees either
 // the old file or the new one, never a mix. With durable false it skips the
 // fsyncs, for records whose loss in a crash is harmless.
-func writeFileAtomic(dir, name string, data []byte, durable bool) error {
-	f, err := createTemp(dir, name)
-	if err != nil {
-		return err
-	}
-	return writeThroughTemp(f, dir, name, data, durable)
-}
-
-// createTemp creates an empty temp file for dir/name; readers ignore it.
-func createTemp(dir, name string) (*os.File, error) {
+func writeFileAtomic(dir, name string, data []byte, durable bool) (err error) {
 	f, err := os.CreateTemp(dir, tempPrefix+name+"-")
 	if err != nil {
-		return nil, fmt.Errorf("create temp file for %s: %w", name, err)
+		return fmt.Errorf("create temp file for %s: %w", name, err)
 	}
-	return f, nil
-}
-
-// writeThroughTemp fills f, an empty temp file from createTemp, with data
-// and renames it to dir/name. It closes f.
-func writeThroughTemp(f *os.File, dir, name string, data []byte, durable bool) (err error) {
 	tmp := f.Name()
 	defer func() {
 		if err != nil {

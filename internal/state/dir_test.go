@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,7 +83,18 @@ func TestRecordChecksum(t *testing.T) {
 	if err := d.CreateMonitorDir(id); err != nil {
 		t.Fatal(err)
 	}
-	m := &Monitor{MonitorID: id, RunID: DefaultRun, Argv: []string{"x"}, PID: 7, Phase: PhaseRunning}
+	m := &Monitor{MonitorID: id, RunID: DefaultRun, Argv: []string{"x"}, PID: 6, Phase: PhaseRunning}
+	f, err := d.OpenFirstRecord(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SaveFirstMonitor(f, m); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.LoadMonitor(id); err != nil || got.PID != 6 {
+		t.Fatalf("load the first record: %+v, %v", got, err)
+	}
+	m.PID = 7
 	if err := d.SaveMonitor(m, true); err != nil {
 		t.Fatal(err)
 	}
@@ -150,5 +162,45 @@ func TestRemoveMonitorDirKeepsARecord(t *testing.T) {
 	}
 	if ids, _ := d.MonitorIDs(); len(ids) != 1 || ids[0] != recorded {
 		t.Errorf("monitors left: %v, want only %s", ids, recorded)
+	}
+}
+
+// The first record is written over the temp file made with the directory:
+// padded to its size when it fits, grown when it does not.
+func TestFirstRecordOfAnySize(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, argLen := range []int{1, firstRecordSize} {
+		id := NewID("m_")
+		if err := d.CreateMonitorDir(id); err != nil {
+			t.Fatal(err)
+		}
+		arg := strings.Repeat("a", argLen)
+		f, err := d.OpenFirstRecord(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SaveFirstMonitor(f, &Monitor{MonitorID: id, RunID: DefaultRun, Argv: []string{arg}, Phase: PhaseRunning}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.LoadMonitor(id)
+		if err != nil || len(got.Argv) != 1 || got.Argv[0] != arg {
+			t.Fatalf("argument of %d bytes: load %v", argLen, err)
+		}
+		fi, err := os.Stat(filepath.Join(d.MonitorDir(id), RecordName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if argLen < 100 && fi.Size() != firstRecordSize {
+			t.Errorf("small first record is %d bytes, want padded to %d", fi.Size(), firstRecordSize)
+		}
+		if argLen >= firstRecordSize && fi.Size() <= firstRecordSize {
+			t.Errorf("large first record is %d bytes: cut to the temp file's size", fi.Size())
+		}
+		if entries, _ := os.ReadDir(d.MonitorDir(id)); len(entries) != 2 { // lock, record.json
+			t.Errorf("directory holds %d entries after the first record, want lock and record.json", len(entries))
+		}
 	}
 }

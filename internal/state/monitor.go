@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/protocol"
 )
@@ -132,15 +136,34 @@ const (
 )
 
 // CreateMonitorDir makes a new monitor's private directory with its lock
-// file, so the first record's write creates no more than it must.
+// file and the first record's temp file (see OpenFirstRecord), all
+// durable, so the first record's write creates nothing.
 func (d *Dir) CreateMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
 	}
-	if err := os.Mkdir(d.MonitorDir(id), 0o700); err != nil {
+	mdir := d.MonitorDir(id)
+	if err := os.Mkdir(mdir, 0o700); err != nil {
 		return fmt.Errorf("create monitor directory: %w", err)
 	}
-	if err := createLockFile(d.MonitorDir(id)); err != nil {
+	if err := createLockFile(mdir); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(mdir, firstRecordTemp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the first record's temp file: %w", err)
+	}
+	_, err = f.Write(bytes.Repeat([]byte{'\n'}, firstRecordSize))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("allocate the first record's temp file: %w", err)
+	}
+	if err := syncDir(mdir); err != nil {
 		return err
 	}
 	// The record's own fsyncs cover its directory, not the directory's
@@ -173,27 +196,65 @@ func (d *Dir) SaveMonitor(m *Monitor, durable bool) error {
 	return writeRecord(d.MonitorDir(m.MonitorID), RecordName, "monitor", m, durable)
 }
 
-// CreateRecordTemp creates ahead of time the temp file through which a
-// new monitor's first record is written, so the durable running handoff
-// allocates no inode on its way. Pass it to SaveFirstMonitor; a temp file
-// never used is ignored by readers and goes with the directory.
-func (d *Dir) CreateRecordTemp(id string) (*os.File, error) {
+// The first record of a monitor is the running handoff that start waits
+// for. Its temp file is made when the directory is, with firstRecordSize
+// bytes already written and durable, so the handoff's write is an
+// overwrite in place made durable with fdatasync (no metadata to commit)
+// followed by the rename and the directory's fsync. The record is padded
+// with newlines to that size, which JSON readers skip.
+const (
+	firstRecordTemp = tempPrefix + RecordName + "-first"
+	firstRecordSize = 4096
+)
+
+// OpenFirstRecord opens the temp file made by CreateMonitorDir through
+// which the monitor's first record is written; pass it to
+// SaveFirstMonitor. A temp file never used is ignored by readers and goes
+// with the directory.
+func (d *Dir) OpenFirstRecord(id string) (*os.File, error) {
 	if err := ValidMonitorID(id); err != nil {
 		return nil, err
 	}
-	return createTemp(d.MonitorDir(id), RecordName)
+	f, err := os.OpenFile(filepath.Join(d.MonitorDir(id), firstRecordTemp), os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the first record's temp file: %w", err)
+	}
+	return f, nil
 }
 
-// SaveFirstMonitor durably stores a monitor's first record through tmp,
-// a file from CreateRecordTemp. It closes tmp.
-func (d *Dir) SaveFirstMonitor(tmp *os.File, m *Monitor) error {
+// SaveFirstMonitor durably stores a monitor's first record through f, from
+// OpenFirstRecord, and closes f.
+func (d *Dir) SaveFirstMonitor(f *os.File, m *Monitor) (err error) {
+	dir := d.MonitorDir(m.MonitorID)
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
 	data, err := encodeRecord("monitor", m)
 	if err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
 		return err
 	}
-	return writeThroughTemp(tmp, d.MonitorDir(m.MonitorID), RecordName, data, true)
+	sync := unix.Fdatasync
+	if len(data) <= firstRecordSize {
+		data = append(data, bytes.Repeat([]byte{'\n'}, firstRecordSize-len(data))...)
+	} else {
+		sync = unix.Fsync // the file grows: its size is metadata
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return fmt.Errorf("write %s: %w", RecordName, err)
+	}
+	if err := sync(int(f.Fd())); err != nil {
+		return fmt.Errorf("sync %s: %w", RecordName, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", RecordName, err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, RecordName)); err != nil {
+		return fmt.Errorf("rename %s into place: %w", RecordName, err)
+	}
+	return syncDir(dir)
 }
 
 // UpdateMonitor applies fn to the stored record under the monitor's lock.
