@@ -16,17 +16,21 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
+
+	"procmon/internal/proc"
+	"procmon/internal/state"
 )
 
 // waitingSignals are the signals the waiting command may send.
 var waitingSignals = map[string]unix.Signal{"INT": unix.SIGINT, "TERM": unix.SIGTERM}
 
 // waiting [-signal INT|TERM] COUNT waits until at least COUNT `procmon
-// wait` processes started by this script are blocked on their inotify
-// watch (a wait creates it only after its signal handlers are in place, so
-// from then on a signal is answered, not fatal); with -signal it then
-// sends each of them that signal. No event announces a watch in another
-// process, so this looks at /proc every 10 ms, within patience.
+// wait` processes started by this script are watching: subscribed on the
+// guardian's control socket, or holding an inotify watch when there is no
+// guardian (a wait does either only after its signal handlers are in
+// place, so from then on a signal is answered, not fatal); with -signal it
+// then sends each of them that signal. No event announces a watch in
+// another process, so this looks at /proc every 10 ms, within patience.
 func cmdWaiting(ts *testscript.TestScript, neg bool, args []string) {
 	usage := func() { ts.Fatalf("usage: waiting [-signal INT|TERM] COUNT") }
 	var sig unix.Signal
@@ -117,9 +121,12 @@ func isWaiting(pid int, stateDir string) bool {
 	if !bytes.Contains(append([]byte{0}, environ...), []byte("\x00PROCMON_STATE_DIR="+stateDir+"\x00")) {
 		return false
 	}
+	// A wait on a live monitor subscribes on the guardian's control socket;
+	// on one without a guardian it watches the monitor's directory.
 	fds, _ := os.ReadDir(dir + "/fd")
 	for _, fd := range fds {
-		if target, _ := os.Readlink(dir + "/fd/" + fd.Name()); target == "anon_inode:inotify" {
+		target, _ := os.Readlink(dir + "/fd/" + fd.Name())
+		if target == "anon_inode:inotify" || strings.HasPrefix(target, "socket:") {
 			return true
 		}
 	}
@@ -221,6 +228,87 @@ func TestWaitTerminated(t *testing.T) {
 		t.Fatalf("status after the interrupted wait: %s, want running", status)
 	}
 	run("cancel", id)
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// TestWatchChangesFromGuardian checks the guardian's change notices, which
+// waits on live monitors take their changes from: a notice after new
+// output, the end of the notices once the receipt is durable, and no
+// guardian to subscribe to after that.
+func TestWatchChangesFromGuardian(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	t.Cleanup(func() { killLeftovers(stateDir) })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	gate := filepath.Join(cwd, "gate")
+	if err := unix.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) []byte {
+		c := exec.Command(exe, args...)
+		c.Args[0] = "procmon"
+		c.Dir = cwd
+		c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=", "XDG_STATE_HOME=")
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("procmon %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	run("configure", "--enable")
+	var started struct {
+		MonitorID string `json:"monitor_id"`
+	}
+	if err := json.Unmarshal(run("start", "--", "sh", "-c", `read line < gate; echo "$line"; exec sleeper`), &started); err != nil {
+		t.Fatal(err)
+	}
+	dir := &state.Dir{Path: stateDir}
+	notices, sub, err := proc.WatchChanges(dir, started.MonitorID)
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	defer sub.Close()
+
+	// The service prints only once the subscription stands.
+	if err := os.WriteFile(gate, []byte("released\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir.MonitorDir(started.MonitorID), state.LogName)
+	for {
+		select {
+		case _, ok := <-notices:
+			if !ok {
+				t.Fatal("notices ended while the service ran")
+			}
+		case <-time.After(patience):
+			t.Fatalf("no notice of the output within %v", patience)
+		}
+		if data, _ := os.ReadFile(log); bytes.Contains(data, []byte("released\n")) {
+			break
+		}
+	}
+
+	run("cancel", started.MonitorID)
+	deadline := time.After(patience)
+	for ended := false; !ended; {
+		select {
+		case _, ok := <-notices:
+			ended = !ok
+		case <-deadline:
+			t.Fatalf("notices did not end within %v of the receipt", patience)
+		}
+	}
+	if m, err := dir.LoadMonitor(started.MonitorID); err != nil || m.Receipt == nil {
+		t.Fatalf("notices ended before the receipt was durable: %+v, %v", m, err)
+	}
+	if _, _, err := proc.WatchChanges(dir, started.MonitorID); !proc.IsNoGuardian(err) {
+		t.Fatalf("subscribe after the receipt: %v, want no guardian", err)
+	}
 	if problems := leftovers(stateDir, true); len(problems) > 0 {
 		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
 	}

@@ -5,6 +5,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -177,6 +178,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 			}
 			return custodyOf(o), nil
 		},
+		Changes: func() (<-chan struct{}, io.Closer, error) { return proc.WatchChanges(dir, id) },
 	}
 	if cond.Kind == wait.KindFile {
 		rules, err := fileRules(dir, o.Monitor)

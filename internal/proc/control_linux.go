@@ -17,7 +17,7 @@ import (
 
 // controlRequest is one request on a guardian's private control socket.
 type controlRequest struct {
-	Op      string `json:"op"` // "cancel", "ping" or "redact"
+	Op      string `json:"op"` // "cancel", "ping", "redact" or "watch"
 	GraceMs int64  `json:"grace_ms,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Text    string `json:"text,omitempty"`
@@ -132,6 +132,9 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		// text looks like in the redacted stream.
 		redacted := g.redactText(req.Text)
 		reply.Text = &redacted
+	case "watch":
+		g.serveWatch(conn)
+		return
 	case "cancel":
 		select {
 		case g.cancels <- cancelRequest{graceMs: req.GraceMs, reason: req.Reason}:
@@ -146,13 +149,9 @@ func (g *guardian) handle(conn *net.UnixConn) {
 	conn.Write(append(data, '\n'))
 }
 
-// errNoGuardian means the control socket has no live guardian behind it.
-var errNoGuardian = errors.New("guardian is not answering on its control socket")
-
-// ask sends one control request to a monitor's guardian and returns its
-// reply; waiting for a drain can take the whole grace, so there is no
-// deadline beyond the one given.
-func ask(mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
+// dialGuardian connects to the control socket in the monitor directory
+// mdir, or returns errNoGuardian.
+func dialGuardian(mdir string) (*net.UnixConn, error) {
 	fd, err := unix.Open(mdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, errNoGuardian
@@ -161,6 +160,20 @@ func ask(mdir string, req controlRequest, timeout time.Duration) (*controlReply,
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socketPath(fd), Net: "unix"})
 	if err != nil {
 		return nil, errNoGuardian
+	}
+	return conn, nil
+}
+
+// errNoGuardian means the control socket has no live guardian behind it.
+var errNoGuardian = errors.New("guardian is not answering on its control socket")
+
+// ask sends one control request to a monitor's guardian and returns its
+// reply; waiting for a drain can take the whole grace, so there is no
+// deadline beyond the one given.
+func ask(mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
+	conn, err := dialGuardian(mdir)
+	if err != nil {
+		return nil, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))

@@ -69,6 +69,7 @@ type guardian struct {
 	receipt  atomic.Pointer[state.Receipt]
 	handlers sync.WaitGroup
 	ctl      *controlServer
+	feed     changeFeed // tells waits of new output and record changes
 }
 
 // RunGuardian is the body of the hidden guardian subcommand, started by
@@ -294,6 +295,7 @@ func (g *guardian) start(spec Spec) (err error) {
 	}
 	g.redactText = c.redactor.String
 	g.out.filter = c.redactor.NewStream()
+	g.out.changed = g.feed.notify
 	go g.out.run()
 	if spec.Owner != nil {
 		g.owner = watchOwner(*spec.Owner)
@@ -506,6 +508,7 @@ func (g *guardian) finish(cause drainCause) {
 	if err := g.save(false); err != nil {
 		fmt.Fprintf(os.Stderr, "guardian: settling: %v\n", err)
 	}
+	g.feed.notify()
 	receipt := g.drain(cause)
 	g.rec.Phase = state.PhaseTerminal
 	g.rec.Receipt = receipt

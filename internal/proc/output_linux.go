@@ -42,7 +42,8 @@ type outputCopier struct {
 	log      *os.File
 	logFD    uintptr
 	filter   outputFilter
-	limit    int64 // < 0: none
+	limit    int64  // < 0: none
+	changed  func() // after each write to the log
 
 	captured atomic.Int64
 	logBytes atomic.Int64
@@ -141,6 +142,9 @@ func (o *outputCopier) write(p []byte) {
 		msg := err.Error()
 		o.logErr.Store(&msg)
 		o.lost.Add(int64(len(p) - n))
+	}
+	if n > 0 && o.changed != nil {
+		o.changed()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -50,6 +51,12 @@ type Target struct {
 	Root string
 	// Observe returns the monitor's custody now.
 	Observe func() (Custody, error)
+	// Changes, when set, subscribes to the guardian's change notices: the
+	// channel receives after the log grows or the record changes, and is
+	// closed when the guardian stops sending (its receipt is durable, or it
+	// died). Without it, or when it fails, the wait watches Dir instead,
+	// as it does once the notices end.
+	Changes func() (<-chan struct{}, io.Closer, error)
 }
 
 // Options tune an evaluation. The zero value waits forever.
@@ -140,11 +147,36 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 	}
 	start := opt.Now()
 
-	w, err := NewWatcher(t.Dir)
-	if err != nil {
-		return Evidence{}, err
+	// Changes come from the guardian while it sends them, else from a
+	// watch on the monitor's directory. Subscribing comes before the first
+	// look, so nothing written after that look goes unnoticed.
+	var notices <-chan struct{}
+	if t.Changes != nil {
+		if ch, sub, err := t.Changes(); err == nil {
+			defer sub.Close()
+			notices = ch
+		}
 	}
-	defer closeLater(w)
+	var dirWatch *Watcher
+	var dirEvents <-chan struct{}
+	defer func() {
+		if dirWatch != nil {
+			closeLater(dirWatch)
+		}
+	}()
+	watchDir := func() error {
+		w, err := NewWatcher(t.Dir)
+		if err != nil {
+			return err
+		}
+		dirWatch, dirEvents = w, w.Events()
+		return nil
+	}
+	if notices == nil {
+		if err := watchDir(); err != nil {
+			return Evidence{}, err
+		}
+	}
 
 	e := &evaluation{cond: c, target: t, opt: opt, rootFD: -1}
 	defer e.close()
@@ -177,15 +209,27 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		if outcome != "" {
 			return e.evidence(outcome, opt.Now().Sub(start)), nil
 		}
+		if notices == nil && dirWatch == nil {
+			// The guardian's notices ended without deciding the wait (a
+			// reconcile may still write the receipt): watch the directory.
+			if err := watchDir(); err != nil {
+				return Evidence{}, err
+			}
+			continue // look once more: the watch may have missed a change
+		}
 		if opt.looked != nil {
 			opt.looked()
 		}
 		select {
 		case <-ctx.Done():
 			return Evidence{}, ctx.Err()
-		case _, ok := <-w.Events():
+		case _, ok := <-notices:
 			if !ok {
-				return Evidence{}, fmt.Errorf("watch %s: %w", t.Dir, w.Err())
+				notices = nil
+			}
+		case _, ok := <-dirEvents:
+			if !ok {
+				return Evidence{}, fmt.Errorf("watch %s: %w", t.Dir, dirWatch.Err())
 			}
 		case _, ok := <-fileEvents:
 			if !ok {

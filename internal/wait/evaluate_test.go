@@ -5,6 +5,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -397,4 +398,58 @@ func TestEvaluateFileNotRereadForLogWrites(t *testing.T) {
 	if checks != 2 {
 		t.Fatalf("file checked %d times, want 2 (the first look, then its creation)", checks)
 	}
+}
+
+// closer is a subscription that records being closed.
+type closer struct{ closed bool }
+
+func (c *closer) Close() error { c.closed = true; return nil }
+
+// withNotices makes target take its changes from a fake guardian's notices.
+func withNotices(target Target, notices chan struct{}, sub *closer) Target {
+	target.Changes = func() (<-chan struct{}, io.Closer, error) { return notices, sub, nil }
+	return target
+}
+
+// With the guardian's notices a wait makes no inotify watch at all (the
+// directory here does not even exist), and a notice wakes it.
+func TestEvaluateWakesOnGuardianNotices(t *testing.T) {
+	m := newFakeMonitor(t, running)
+	target := m.target("")
+	target.Dir = filepath.Join(m.dir, "no-such-directory")
+	notices, sub := make(chan struct{}, 1), &closer{}
+	ev := evaluate(t, context.Background(), outputCond("Listening on 8000"), withNotices(target, notices, sub), Options{},
+		func() { m.print(t, "Listening"); notices <- struct{}{} },
+		func() { m.print(t, " on 8000\n"); notices <- struct{}{} },
+	)
+	wantOutcome(t, ev, OutcomeSatisfied)
+	if !sub.closed {
+		t.Fatal("the subscription was not closed")
+	}
+}
+
+// When the notices end without deciding the wait (the guardian is gone;
+// a reconcile writes the receipt later), the wait watches the directory.
+func TestEvaluateWatchesDirectoryAfterNoticesEnd(t *testing.T) {
+	m := newFakeMonitor(t, running)
+	notices := make(chan struct{}, 1)
+	ev := evaluate(t, context.Background(), Condition{Kind: KindExit}, withNotices(m.target(""), notices, &closer{}), Options{},
+		func() { close(notices) },
+		func() { m.end(t, exited3) },
+	)
+	wantOutcome(t, ev, OutcomeSatisfied)
+	if o := ev.Observation; o.ExitCode == nil || *o.ExitCode != 3 {
+		t.Fatalf("observation %+v", o)
+	}
+}
+
+// A failed subscription leaves the wait to the directory watch.
+func TestEvaluateWithoutGuardianWatchesDirectory(t *testing.T) {
+	m := newFakeMonitor(t, running)
+	target := m.target("")
+	target.Changes = func() (<-chan struct{}, io.Closer, error) { return nil, nil, errors.New("no guardian") }
+	ev := evaluate(t, context.Background(), outputCond("ready"), target, Options{},
+		func() { m.print(t, "ready\n") },
+	)
+	wantOutcome(t, ev, OutcomeSatisfied)
 }
