@@ -157,23 +157,40 @@ func cmdHardlink(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// TestWaitTerminated checks what a script cannot see: the exit status of
-// a wait ended by SIGTERM is exactly 130, its one response is the typed
-// error, and the service keeps running.
-func TestWaitTerminated(t *testing.T) {
-	stateDir := filepath.Join(t.TempDir(), "state")
+// procmonIn returns commands that run this test binary as procmon in cwd
+// with the state directory stateDir, whose leftovers are killed at the
+// test's end.
+func procmonIn(t *testing.T, stateDir, cwd string) func(args ...string) *exec.Cmd {
 	t.Cleanup(func() { killLeftovers(stateDir) })
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	procmon := func(args ...string) *exec.Cmd {
+	return func(args ...string) *exec.Cmd {
 		c := exec.Command(exe, args...)
 		c.Args[0] = "procmon"
-		c.Dir = t.TempDir()
+		c.Dir = cwd
 		c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=", "XDG_STATE_HOME=")
 		return c
 	}
+}
+
+// runProcmon runs a procmon command that must succeed and returns its stdout.
+func runProcmon(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...string) []byte {
+	t.Helper()
+	out, err := procmon(args...).Output()
+	if err != nil {
+		t.Fatalf("procmon %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// TestWaitTerminated checks what a script cannot see: the exit status of
+// a wait ended by SIGTERM is exactly 130, its one response is the typed
+// error, and the service keeps running.
+func TestWaitTerminated(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
 	field := func(out []byte, path string) string {
 		var obj map[string]any
 		if err := json.Unmarshal(out, &obj); err != nil {
@@ -187,13 +204,7 @@ func TestWaitTerminated(t *testing.T) {
 		s, _ := v.(string)
 		return s
 	}
-	run := func(args ...string) []byte {
-		out, err := procmon(args...).Output()
-		if err != nil {
-			t.Fatalf("procmon %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
 
 	run("configure", "--enable")
 	id := field(run("start", "--", "sleeper"), "monitor_id")
@@ -212,7 +223,7 @@ func TestWaitTerminated(t *testing.T) {
 	if err := w.Process.Signal(unix.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = w.Wait()
+	err := w.Wait()
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 130 {
 		t.Fatalf("procmon wait after SIGTERM: %v, want exit status 130", err)
@@ -239,27 +250,13 @@ func TestWaitTerminated(t *testing.T) {
 // guardian to subscribe to after that.
 func TestWatchChangesFromGuardian(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
-	t.Cleanup(func() { killLeftovers(stateDir) })
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cwd := t.TempDir()
 	gate := filepath.Join(cwd, "gate")
 	if err := unix.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) []byte {
-		c := exec.Command(exe, args...)
-		c.Args[0] = "procmon"
-		c.Dir = cwd
-		c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=", "XDG_STATE_HOME=")
-		out, err := c.Output()
-		if err != nil {
-			t.Fatalf("procmon %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	procmon := procmonIn(t, stateDir, cwd)
+	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
 	run("configure", "--enable")
 	var started struct {
 		MonitorID string `json:"monitor_id"`

@@ -104,14 +104,12 @@ func (s *Spec) UnmarshalBinary(data []byte) error {
 		d = d[n:]
 		return v
 	}
-	varint := func() int64 {
-		v, n := binary.Varint(d)
-		if n <= 0 {
-			err = errSpecTruncated
-			d = nil
-			return 0
+	varint := func() int64 { // zigzag, as binary.AppendVarint writes it
+		u := uvarint()
+		v := int64(u >> 1)
+		if u&1 != 0 {
+			v = ^v
 		}
-		d = d[n:]
 		return v
 	}
 	flag := func() bool {
