@@ -130,9 +130,11 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	g.openGuardianLog()
 	runtime.GOMAXPROCS(1)
 	// A guardian holds little: bounded buffers and one record. Keep the heap
-	// from growing far past that. (Set before the handoff, the small heap
-	// goal would cost the start a collection.)
+	// from growing far past that, and give what the start left behind back
+	// to the system now. (Done before the handoff, the small heap goal
+	// would cost the start a collection.)
 	debug.SetGCPercent(25)
+	debug.FreeOSMemory()
 	// An orphan that exited before SIGCHLD was caught is reaped now.
 	g.reapOrphans()
 	g.keepCustody()
