@@ -107,6 +107,9 @@ func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
 	var ordinal int64
 	dir := d.runDir(id)
 	err := withLock(dir, func() error {
+		if err := migrateLegacyBudget(dir); err != nil {
+			return err
+		}
 		f, err := os.OpenFile(budgetPath(dir), os.O_RDWR, 0)
 		if err != nil {
 			return protocol.Errorf(protocol.CodeStateCorrupt, "open budget of run %s: %w", id, err).With("run_id", id)
@@ -137,9 +140,45 @@ func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
 	return ordinal, err
 }
 
+// legacyBudgetName is the budget of runs made before the two-slot file:
+// one record, replaced whole on every start.
+const legacyBudgetName = "budget.json"
+
+// migrateLegacyBudget turns a run's legacy budget into the two-slot file
+// with the same count, durably, before the legacy file goes. The caller
+// holds the run's lock, so no start takes a slot meanwhile.
+func migrateLegacyBudget(dir string) error {
+	legacy := filepath.Join(dir, legacyBudgetName)
+	if _, err := os.Lstat(budgetPath(dir)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var b budget
+	if err := readRecord(legacy, "budget", &b); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // neither file: the open that follows says so
+		}
+		return err
+	}
+	if err := createBudget(dir, b); err != nil {
+		return err
+	}
+	if err := os.Remove(legacy); err != nil {
+		return fmt.Errorf("remove the legacy budget of %s: %w", dir, err)
+	}
+	return syncDir(dir)
+}
+
 // BudgetUsed reports how many command slots a run has used.
 func (d *Dir) BudgetUsed(id string) (int64, error) {
 	f, err := os.Open(budgetPath(d.runDir(id)))
+	if errors.Is(err, fs.ErrNotExist) {
+		// A run from before the two-slot file, not migrated yet: its first
+		// start migrates it.
+		var b budget
+		if err := readRecord(filepath.Join(d.runDir(id), legacyBudgetName), "budget", &b); err == nil {
+			return b.Used, nil
+		}
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, err

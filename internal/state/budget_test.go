@@ -142,3 +142,32 @@ func TestBudgetLimitWritesNothing(t *testing.T) {
 		t.Fatal("a refused take wrote the budget")
 	}
 }
+
+// A run made before the two-slot budget keeps its count: its first start
+// migrates it, and the legacy file goes.
+func TestLegacyBudgetIsMigrated(t *testing.T) {
+	d, path := newTestRun(t)
+	dir := d.runDir(DefaultRun)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRecord(dir, legacyBudgetName, "budget", budget{Used: 5}, true); err != nil {
+		t.Fatal(err)
+	}
+	if used, err := d.BudgetUsed(DefaultRun); err != nil || used != 5 {
+		t.Fatalf("used before migration: %d, %v; want 5", used, err)
+	}
+	limit := int64(6)
+	if n, err := d.TakeOrdinal(DefaultRun, &limit); err != nil || n != 6 {
+		t.Fatalf("first take after the upgrade: %d, %v; want 6", n, err)
+	}
+	if _, err := d.TakeOrdinal(DefaultRun, &limit); !protocol.HasCode(err, protocol.CodeCommandBudgetExhausted) {
+		t.Fatalf("past the limit after migration: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, legacyBudgetName)); !os.IsNotExist(err) {
+		t.Fatalf("legacy budget left: %v", err)
+	}
+	if got := slotCounts(t, path); got != [2]int64{5, 6} {
+		t.Fatalf("migrated slots %v, want [5 6]", got)
+	}
+}
