@@ -175,6 +175,19 @@ func procmonIn(t *testing.T, stateDir, cwd string) func(args ...string) *exec.Cm
 	}
 }
 
+// socketCount is the number of sockets process pid holds.
+func socketCount(pid int) int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	fds, _ := os.ReadDir(dir)
+	n := 0
+	for _, fd := range fds {
+		if target, _ := os.Readlink(dir + fd.Name()); strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
 // runProcmon runs a procmon command that must succeed and returns its stdout.
 func runProcmon(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...string) []byte {
 	t.Helper()
@@ -265,6 +278,26 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := &state.Dir{Path: stateDir}
+	m, err := dir.LoadMonitor(started.MonitorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Subscriptions that end while the service is quiet are let go at
+	// once, not at the next notice: a wait that returned leaves nothing.
+	before := socketCount(m.GuardianPID)
+	for range 5 {
+		_, sub, err := proc.WatchChanges(dir, started.MonitorID)
+		if err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		sub.Close()
+	}
+	for deadline := time.Now().Add(patience); socketCount(m.GuardianPID) != before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("guardian holds %d sockets after 5 subscriptions ended, %d before", socketCount(m.GuardianPID), before)
+		}
+	}
+
 	notices, sub, err := proc.WatchChanges(dir, started.MonitorID)
 	if err != nil {
 		t.Fatalf("subscribe: %v", err)

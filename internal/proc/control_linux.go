@@ -68,8 +68,15 @@ func (g *guardian) listen() (*controlServer, error) {
 func (s *controlServer) serve(g *guardian) {
 	for {
 		conn, err := s.l.AcceptUnix()
-		if err != nil {
+		if errors.Is(err, net.ErrClosed) {
 			return
+		}
+		if err != nil {
+			// Out of descriptors, most likely: the socket must outlive it,
+			// or cancel could never reach this guardian again.
+			fmt.Fprintf(os.Stderr, "guardian: accept: %v\n", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
 		g.handlers.Add(1)
 		go func() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +57,7 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 		return nil, fmt.Errorf("create handoff pipe: %w", err)
 	}
 	defer handW.Close()
+	closeStraysOnExec()
 	// syscall.ForkExec rather than os.StartProcess: the caller only ever
 	// waits for its own unreaped child, whose pid cannot be reused, and it
 	// skips the pidfd self-test os runs before its first spawn.
@@ -77,6 +79,29 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR, made: make(chan error, 1)}
 	go func() { pg.made <- makeMonitorDir(dir, monitorID) }()
 	return pg, nil
+}
+
+// closeRangeCloexec is CLOSE_RANGE_CLOEXEC of linux/close_range.h.
+const closeRangeCloexec = 1 << 2
+
+// closeStraysOnExec marks every descriptor above stderr close-on-exec.
+// Go opens its own that way, but a caller may hand procmon others (a
+// shell's 3>&1, make's jobserver pipe): a guardian or service holding one
+// would keep a caller's pipeline waiting for as long as the service runs.
+func closeStraysOnExec() {
+	if unix.CloseRange(3, ^uint(0), closeRangeCloexec) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
 }
 
 // makeMonitorDir makes the monitor's directory, its lock and its empty

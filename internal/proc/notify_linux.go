@@ -61,10 +61,18 @@ func (f *changeFeed) notify() {
 
 // serveWatch sends a newline when the subscription starts and one after
 // each change, and closes the connection once the receipt is durable. A
-// subscriber that stops reading is dropped.
+// subscriber that hangs up, or stops reading, is dropped at once: a quiet
+// service would otherwise keep the connection of every wait that ever
+// ended.
 func (g *guardian) serveWatch(conn *net.UnixConn) {
 	ch := g.feed.subscribe()
 	defer g.feed.unsubscribe(ch)
+	gone := make(chan struct{})
+	go func() {
+		// A subscriber sends nothing more: any return is its hang-up.
+		conn.Read(make([]byte, 1))
+		close(gone)
+	}()
 	notice := []byte{'\n'}
 	for {
 		conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
@@ -73,6 +81,8 @@ func (g *guardian) serveWatch(conn *net.UnixConn) {
 		}
 		select {
 		case <-ch:
+		case <-gone:
+			return
 		case <-g.finished:
 			return
 		}
