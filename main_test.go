@@ -83,8 +83,9 @@ const patience = 30 * time.Second
 
 // json FILE PATH WANT checks one field of a JSON file (or stdout) with a
 // gjson path; WANT is compared with the field's string form (null for a
-// JSON null), @NAME compares with the content of file NAME, and the
-// special WANT <absent> asserts that the field does not exist.
+// JSON null), @NAME compares with the content of file NAME, <N asserts a
+// number below N, and the special WANT <absent> asserts that the field
+// does not exist.
 func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
 		ts.Fatalf("usage: json FILE PATH WANT")
@@ -101,6 +102,12 @@ func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 	match := ok && got == want
 	if want == "<absent>" {
 		match = !ok
+	} else if bound, isBound := strings.CutPrefix(want, "<"); isBound {
+		n, err := strconv.ParseFloat(bound, 64)
+		if err != nil {
+			ts.Fatalf("json: bound %q is not a number", want)
+		}
+		match = ok && res.Type == gjson.Number && res.Float() < n
 	}
 	if match == neg {
 		ts.Fatalf("json %s %s: got %q (exists %v), want %s%q", args[0], args[1], got, ok, map[bool]string{true: "not ", false: ""}[neg], want)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -22,9 +23,9 @@ import (
 )
 
 // waitingSignals are the signals the waiting command may send.
-var waitingSignals = map[string]unix.Signal{"INT": unix.SIGINT, "TERM": unix.SIGTERM}
+var waitingSignals = map[string]unix.Signal{"INT": unix.SIGINT, "TERM": unix.SIGTERM, "HUP": unix.SIGHUP}
 
-// waiting [-signal INT|TERM] COUNT waits until at least COUNT `procmon
+// waiting [-signal INT|TERM|HUP] COUNT waits until at least COUNT `procmon
 // wait` processes started by this script are watching: subscribed on the
 // guardian's control socket, or holding an inotify watch when there is no
 // guardian (a wait does either only after its signal handlers are in
@@ -32,7 +33,7 @@ var waitingSignals = map[string]unix.Signal{"INT": unix.SIGINT, "TERM": unix.SIG
 // then sends each of them that signal. No event announces a watch in
 // another process, so this looks at /proc every 10 ms, within patience.
 func cmdWaiting(ts *testscript.TestScript, neg bool, args []string) {
-	usage := func() { ts.Fatalf("usage: waiting [-signal INT|TERM] COUNT") }
+	usage := func() { ts.Fatalf("usage: waiting [-signal INT|TERM|HUP] COUNT") }
 	var sig unix.Signal
 	if len(args) == 3 && args[0] == "-signal" {
 		s, ok := waitingSignals[args[1]]
@@ -286,7 +287,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 	// once, not at the next notice: a wait that returned leaves nothing.
 	before := socketCount(m.GuardianPID)
 	for range 5 {
-		_, sub, err := proc.WatchChanges(dir, started.MonitorID)
+		_, sub, err := proc.WatchChanges(context.Background(), dir, started.MonitorID)
 		if err != nil {
 			t.Fatalf("subscribe: %v", err)
 		}
@@ -298,7 +299,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 		}
 	}
 
-	notices, sub, err := proc.WatchChanges(dir, started.MonitorID)
+	notices, sub, err := proc.WatchChanges(context.Background(), dir, started.MonitorID)
 	if err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
@@ -336,7 +337,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 	if m, err := dir.LoadMonitor(started.MonitorID); err != nil || m.Receipt == nil {
 		t.Fatalf("notices ended before the receipt was durable: %+v, %v", m, err)
 	}
-	if _, _, err := proc.WatchChanges(dir, started.MonitorID); !proc.IsNoGuardian(err) {
+	if _, _, err := proc.WatchChanges(context.Background(), dir, started.MonitorID); !proc.IsNoGuardian(err) {
 		t.Fatalf("subscribe after the receipt: %v, want no guardian", err)
 	}
 	if problems := leftovers(stateDir, true); len(problems) > 0 {

@@ -5,6 +5,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +184,29 @@ func checkRefusals(t *testing.T, dir string, cases []refusal, defaultArgs []stri
 				t.Fatalf("message does not mention %q: %s", c.mentions, raw)
 			}
 		})
+	}
+}
+
+// failingWriter refuses every write, as a full disk or a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// An error of procmon's own code that has no type of its own (here the
+// response cannot be written) is internal, exit 1, said on stderr: never a
+// usage error that would send a caller to the help.
+func TestUntypedErrorIsInternal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	var errOut bytes.Buffer
+	env := testEnv(dir, failingWriter{}, &errOut)
+	if status := Run([]string{"configure", "--enable"}, env); status != 1 {
+		t.Fatalf("exit %d, want 1 (internal); stderr %q", status, errOut.String())
+	}
+	if msg := errOut.String(); !strings.Contains(msg, "no space left") || strings.Contains(msg, "--help") {
+		t.Fatalf("stderr %q: want the write error, not a pointer to the help", msg)
+	}
+	// Cobra's own refusals stay usage errors.
+	if status, resp, raw := runIn(t, dir, "", "configure", "extra-argument"); status != 2 || errorCode(resp) != "invalid_request" {
+		t.Fatalf("a stray argument: exit %d %s", status, raw)
 	}
 }

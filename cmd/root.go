@@ -83,7 +83,7 @@ func Run(args []string, env *Env) int {
 	}
 	var pe *protocol.Error
 	if !errors.As(err, &pe) {
-		// Anything cobra itself refused is a usage error.
+		// Anything cobra itself refused is a usage error (see typeErrors).
 		msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n\nDid you mean this?\n\t", "; did you mean: ")
 		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see procmon --help)", strings.ReplaceAll(msg, "\n\t", ", "))
 	}
@@ -131,5 +131,24 @@ hand. Start with: procmon configure --enable`,
 		newRunCmd(env, g),
 		newLogsCmd(env, g),
 	)
+	typeErrors(root)
 	return root
+}
+
+// typeErrors makes every error a command's own code returns a typed one:
+// an error without a code (a failed write, a dropped connection) is
+// internal, so that an untyped error reaching Run is always cobra refusing
+// the command line.
+func typeErrors(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if err := run(c, args); err != nil {
+				return protocol.AsError(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		typeErrors(sub)
+	}
 }

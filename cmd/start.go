@@ -82,7 +82,11 @@ are redacted from the output before it is stored.`,
 			if err != nil {
 				return err
 			}
-			return respond(env, g, resp)
+			if err := respond(env, g, resp); err != nil {
+				// The service runs: say which, where the caller may see it.
+				return protocol.Errorf(protocol.CodeInternal, "monitor %s is running, but its handoff could not be written: %v", resp.MonitorID, err).With("monitor_id", resp.MonitorID)
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&req.Cwd, "cwd", "", "working directory and component root (default: the current directory)")

@@ -5,6 +5,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -66,7 +67,7 @@ hardlinks, "..", absolute paths, the state directory and private paths
 (.git, .ssh, .env) are refused. URLs, ports and pids are not wait targets:
 wait for the line the service prints when it listens.
 
-Without --timeout the wait has no end of its own. Ctrl-C (or SIGTERM) ends
+Without --timeout the wait has no end of its own. Ctrl-C (SIGTERM, SIGHUP) ends
 it with the error wait_interrupted and exit status 130; the service keeps
 running.`,
 		Args:              cobra.MaximumNArgs(1),
@@ -74,7 +75,7 @@ running.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			// Installed first, so an interrupt at any point is answered
 			// with the typed error rather than the default death.
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 
 			var id string
@@ -178,7 +179,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 			}
 			return custodyOf(o), nil
 		},
-		Changes: func() (<-chan struct{}, io.Closer, error) { return proc.WatchChanges(dir, id) },
+		Changes: func(ctx context.Context) (<-chan struct{}, io.Closer, error) { return proc.WatchChanges(ctx, dir, id) },
 	}
 	if cond.Kind == wait.KindFile {
 		rules, err := fileRules(dir, o.Monitor)
@@ -190,15 +191,21 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		}
 		target.Root = rules.Root
 	}
-	if err := refuseRedactedText(dir, o, cond); err != nil {
+	interrupted := func() error {
+		elapsed := env.Now().Sub(start).Milliseconds()
+		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running: check it with procmon status %s", id, elapsed, id).
+			With("monitor_id", id).With("elapsed_ms", elapsed)
+	}
+	if err := refuseRedactedText(ctx, dir, o, cond, start, timeout); err != nil {
+		if ctx.Err() != nil {
+			return nil, interrupted()
+		}
 		return nil, err
 	}
-	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now})
+	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now, Start: start})
 	if err != nil {
 		if ctx.Err() != nil {
-			elapsed := env.Now().Sub(start).Milliseconds()
-			return nil, protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running: check it with procmon status %s", id, elapsed, id).
-				With("monitor_id", id).With("elapsed_ms", elapsed)
+			return nil, interrupted()
 		}
 		return nil, err
 	}
@@ -228,13 +235,22 @@ func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
 // the monitor's credentials: the stored output shows it redacted, so the
 // text could never match. Only the live guardian knows the credentials;
 // once it is gone the wait goes ahead and reports how the monitor ended.
-func refuseRedactedText(dir *state.Dir, o *proc.Observation, cond wait.Condition) error {
+func refuseRedactedText(ctx context.Context, dir *state.Dir, o *proc.Observation, cond wait.Condition, start time.Time, timeout time.Duration) error {
 	if cond.Kind != wait.KindOutput || (o.Status != state.StatusRunning && o.Status != state.StatusSettling) {
 		return nil
 	}
 	id := o.Monitor.MonitorID
-	redacted, err := proc.RedactLike(dir, id, cond.Text)
-	if proc.IsNoGuardian(err) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, start.Add(timeout))
+		defer cancel()
+	}
+	redacted, err := proc.RedactLike(ctx, dir, id, cond.Text)
+	var pe *protocol.Error
+	if err != nil && !errors.As(err, &pe) {
+		// No guardian answered (gone, stopped, or not within the wait's
+		// timeout): the text cannot be checked, and the wait itself will
+		// say what became of the monitor.
 		return nil
 	}
 	if err != nil {

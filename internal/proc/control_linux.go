@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,6 +172,12 @@ func dialGuardian(mdir string) (*net.UnixConn, error) {
 	return conn, nil
 }
 
+// unblockOnDone ends every read and write on conn once ctx ends; call the
+// function it returns when done with conn.
+func unblockOnDone(ctx context.Context, conn *net.UnixConn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+}
+
 // errNoGuardian means the control socket has no live guardian behind it.
 var errNoGuardian = errors.New("guardian is not answering on its control socket")
 
@@ -178,12 +185,18 @@ var errNoGuardian = errors.New("guardian is not answering on its control socket"
 // reply; waiting for a drain can take the whole grace, so there is no
 // deadline beyond the one given.
 func ask(mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
+	return askContext(context.Background(), mdir, req, timeout)
+}
+
+// askContext is ask that also gives up when ctx ends.
+func askContext(ctx context.Context, mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
 	conn, err := dialGuardian(mdir)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
+	defer unblockOnDone(ctx, conn)()
 	data, _ := json.Marshal(req)
 	if _, err := conn.Write(append(data, '\n')); err != nil {
 		return nil, errNoGuardian
@@ -223,8 +236,9 @@ func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
 // RedactLike returns text as the monitor's redacted stream would show it,
 // asking its guardian, the only holder of the secrets. A wait uses it to
 // refuse an output condition that could never match.
-func RedactLike(dir *state.Dir, id, text string) (string, error) {
-	reply, err := ask(dir.MonitorDir(id), controlRequest{Op: "redact", Text: text}, 10*time.Second)
+// It gives up when ctx ends.
+func RedactLike(ctx context.Context, dir *state.Dir, id, text string) (string, error) {
+	reply, err := askContext(ctx, dir.MonitorDir(id), controlRequest{Op: "redact", Text: text}, 10*time.Second)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -93,13 +94,15 @@ func (g *guardian) serveWatch(conn *net.UnixConn) {
 // guardian. The channel receives after the output log grows or the record
 // changes (notices merge), and is closed when the guardian ends custody or
 // dies. Closing the Closer ends the subscription. It returns errNoGuardian
-// when no guardian answers.
-func WatchChanges(dir *state.Dir, id string) (<-chan struct{}, io.Closer, error) {
+// when no guardian answers, before ctx ends or within 10 s.
+func WatchChanges(ctx context.Context, dir *state.Dir, id string) (<-chan struct{}, io.Closer, error) {
 	conn, err := dialGuardian(dir.MonitorDir(id))
 	if err != nil {
 		return nil, nil, err
 	}
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	stop := unblockOnDone(ctx, conn)
+	defer stop()
 	data, _ := json.Marshal(controlRequest{Op: "watch"})
 	ack := make([]byte, 1)
 	if _, err := conn.Write(append(data, '\n')); err != nil {

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
@@ -76,7 +77,11 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*state.Mon
 		return nil, NeedsReconciliation(o)
 	}
 	if _, err := RequestDrain(dir, id, graceMs, reason); err != nil && !IsNoGuardian(err) {
-		return nil, err
+		var pe *protocol.Error
+		if errors.As(err, &pe) || Matches(o.Monitor.GuardianPID, o.Monitor.GuardianStartTicks) {
+			return nil, err
+		}
+		// The guardian died while it drained: the record says what is left.
 	}
 	o, err = Observe(dir, id)
 	if err != nil {

@@ -54,9 +54,9 @@ type Target struct {
 	// Changes, when set, subscribes to the guardian's change notices: the
 	// channel receives after the log grows or the record changes, and is
 	// closed when the guardian stops sending (its receipt is durable, or it
-	// died). Without it, or when it fails, the wait watches Dir instead,
-	// as it does once the notices end.
-	Changes func() (<-chan struct{}, io.Closer, error)
+	// died). It gives up when its context ends. Without it, or when it
+	// fails, the wait watches Dir instead, as it does once the notices end.
+	Changes func(ctx context.Context) (<-chan struct{}, io.Closer, error)
 }
 
 // Options tune an evaluation. The zero value waits forever.
@@ -65,6 +65,9 @@ type Options struct {
 	Timeout time.Duration
 	// Now is the clock for elapsed time and the timeout (default time.Now).
 	Now func() time.Time
+	// Start is when the wait began (default: when Evaluate is called);
+	// elapsed time and the timeout count from it.
+	Start time.Time
 	// Recheck is how often custody is looked at without any event
 	// (default DefaultRecheck): a guardian can die without touching a file.
 	Recheck time.Duration
@@ -145,14 +148,25 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 	if opt.checkFile == nil {
 		opt.checkFile = CheckFile
 	}
-	start := opt.Now()
+	start := opt.Start
+	if start.IsZero() {
+		start = opt.Now()
+	}
 
 	// Changes come from the guardian while it sends them, else from a
 	// watch on the monitor's directory. Subscribing comes before the first
 	// look, so nothing written after that look goes unnoticed.
 	var notices <-chan struct{}
 	if t.Changes != nil {
-		if ch, sub, err := t.Changes(); err == nil {
+		// A guardian that does not answer (stopped, or wedged) must not
+		// hold the wait past its timeout or an interrupt.
+		subCtx, cancel := ctx, context.CancelFunc(func() {})
+		if opt.Timeout > 0 {
+			subCtx, cancel = context.WithDeadline(ctx, start.Add(opt.Timeout))
+		}
+		ch, sub, err := t.Changes(subCtx)
+		cancel()
+		if err == nil {
 			defer sub.Close()
 			notices = ch
 		}
@@ -190,7 +204,7 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 
 	var deadline <-chan time.Time
 	if opt.Timeout > 0 {
-		timer := time.NewTimer(opt.Timeout)
+		timer := time.NewTimer(max(opt.Timeout-opt.Now().Sub(start), 0))
 		defer timer.Stop()
 		deadline = timer.C
 	}

@@ -407,7 +407,7 @@ func (c *closer) Close() error { c.closed = true; return nil }
 
 // withNotices makes target take its changes from a fake guardian's notices.
 func withNotices(target Target, notices chan struct{}, sub *closer) Target {
-	target.Changes = func() (<-chan struct{}, io.Closer, error) { return notices, sub, nil }
+	target.Changes = func(context.Context) (<-chan struct{}, io.Closer, error) { return notices, sub, nil }
 	return target
 }
 
@@ -447,7 +447,7 @@ func TestEvaluateWatchesDirectoryAfterNoticesEnd(t *testing.T) {
 func TestEvaluateWithoutGuardianWatchesDirectory(t *testing.T) {
 	m := newFakeMonitor(t, running)
 	target := m.target("")
-	target.Changes = func() (<-chan struct{}, io.Closer, error) { return nil, nil, errors.New("no guardian") }
+	target.Changes = func(context.Context) (<-chan struct{}, io.Closer, error) { return nil, nil, errors.New("no guardian") }
 	ev := evaluate(t, context.Background(), outputCond("ready"), target, Options{},
 		func() { m.print(t, "ready\n") },
 	)
