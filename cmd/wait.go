@@ -64,7 +64,9 @@ output shows it as [REDACTED].
 its exit code. --file needs a regular file at a clean path relative to the
 service's working directory, read whole while it did not change; symlinks,
 hardlinks, "..", absolute paths, the state directory and private paths
-(.git, .ssh, .env) are refused. URLs, ports and pids are not wait targets:
+(.git, .ssh, .env) are refused. Any such file counts, even one just
+created and still empty: have the service write it elsewhere and rename it
+into place, or give --sha256. URLs, ports and pids are not wait targets:
 wait for the line the service prints when it listens.
 
 Without --timeout the wait has no end of its own. Ctrl-C (SIGTERM, SIGHUP) ends
