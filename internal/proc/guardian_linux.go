@@ -141,21 +141,6 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	return 0
 }
 
-// readSpec reads the spec the launcher writes and closes; io.EOF means
-// it closed the pipe without one.
-func readSpec(r io.Reader, spec *Spec) error {
-	data, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
-	switch {
-	case err != nil:
-		return err
-	case len(data) == 0:
-		return io.EOF
-	case len(data) > maxSpecBytes:
-		return fmt.Errorf("spec is over %d bytes", maxSpecBytes)
-	}
-	return spec.UnmarshalBinary(data)
-}
-
 func writeHandoff(w *os.File, h handoff) {
 	data, _ := json.Marshal(h)
 	w.Write(append(data, '\n'))

@@ -1,9 +1,12 @@
 package proc
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -29,17 +32,20 @@ type Spec struct {
 }
 
 // The spec crosses one pipe between two copies of the same binary, so it
-// needs no self-description: it is written as length-prefixed fields in a
-// fixed order. (A cold encoding/json decoder cost the guardian about half
-// a millisecond of its start, which the caller waits for.)
-const specMagic = "procmon-spec-1\n"
+// needs no self-description: after a magic line and the length of the
+// rest, it is written as length-prefixed fields in a fixed order. (A cold
+// encoding/json decoder cost the guardian about half a millisecond of its
+// start, which the caller waits for; the length lets the guardian start
+// without waiting for the caller to close the pipe.)
+const specMagic = "procmon-spec-2\n"
 
 // maxSpecBytes bounds what a guardian reads as its spec.
 const maxSpecBytes = 16 << 20
 
-// MarshalBinary encodes the spec.
+// MarshalBinary encodes the spec: the magic line, the length of the body,
+// the body.
 func (s *Spec) MarshalBinary() ([]byte, error) {
-	b := []byte(specMagic)
+	var b []byte
 	putString := func(v string) {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
@@ -81,7 +87,34 @@ func (s *Spec) MarshalBinary() ([]byte, error) {
 	if len(b) > maxSpecBytes {
 		return nil, fmt.Errorf("spec of %d bytes is over the %d-byte limit", len(b), maxSpecBytes)
 	}
-	return b, nil
+	head := binary.AppendUvarint([]byte(specMagic), uint64(len(b)))
+	return append(head, b...), nil
+}
+
+// readSpec reads one spec from r, no more: the guardian need not wait for
+// the launcher to close the pipe. io.EOF means the launcher closed it
+// without sending one.
+func readSpec(r io.Reader, s *Spec) error {
+	br := bufio.NewReader(r)
+	magic := make([]byte, len(specMagic))
+	if _, err := io.ReadFull(br, magic); err != nil {
+		return err // io.EOF when nothing at all was sent
+	}
+	if string(magic) != specMagic {
+		return errors.New("not a spec from this procmon")
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return errSpecTruncated
+	}
+	if n > maxSpecBytes {
+		return fmt.Errorf("spec of %d bytes is over the %d-byte limit", n, maxSpecBytes)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return errSpecTruncated
+	}
+	return s.decodeBody(body)
 }
 
 var errSpecTruncated = errors.New("spec is truncated")
@@ -89,10 +122,20 @@ var errSpecTruncated = errors.New("spec is truncated")
 // UnmarshalBinary decodes a spec written by MarshalBinary; anything short,
 // long or malformed is an error.
 func (s *Spec) UnmarshalBinary(data []byte) error {
-	if len(data) < len(specMagic) || string(data[:len(specMagic)]) != specMagic {
+	rest, ok := bytes.CutPrefix(data, []byte(specMagic))
+	if !ok {
 		return errors.New("not a spec from this procmon")
 	}
-	d := data[len(specMagic):]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n != uint64(len(rest)-k) {
+		return fmt.Errorf("spec body is %d bytes after its length, which says %d", len(rest)-max(k, 0), n)
+	}
+	return s.decodeBody(rest[k:])
+}
+
+// decodeBody decodes the fields of a spec; anything short, long or
+// malformed is an error.
+func (s *Spec) decodeBody(d []byte) error {
 	var err error
 	uvarint := func() uint64 {
 		v, n := binary.Uvarint(d)

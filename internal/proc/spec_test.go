@@ -1,9 +1,13 @@
 package proc
 
 import (
+	"encoding/binary"
+	"io"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"procmon/internal/state"
 )
@@ -83,8 +87,43 @@ func TestSpecDecodeRefusesDamage(t *testing.T) {
 		t.Fatal("a JSON spec accepted")
 	}
 	// A count larger than the bytes left is refused before allocating.
-	bad := append([]byte(specMagic), 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f)
-	if err := got.UnmarshalBinary(bad); err == nil {
-		t.Fatal("an absurd list length accepted")
+	body := []byte{0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
+	bad := append(binary.AppendUvarint([]byte(specMagic), uint64(len(body))), body...)
+	if err := got.UnmarshalBinary(bad); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("an absurd list length: %v", err)
+	}
+}
+
+// The guardian reads its spec from a pipe the launcher has not closed yet:
+// the length in front lets it stop at the spec's end without waiting.
+func TestReadSpecNeedsNoEOF(t *testing.T) {
+	s := fullSpec()
+	s.Env = append(s.Env, strings.Repeat("BIG=x", 5000)) // more than one pipe read
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close() // open until the end: no EOF ever comes
+	go w.Write(data)
+	done := make(chan error, 1)
+	var got Spec
+	go func() { done <- readSpec(r, &got) }()
+	select {
+	case err := <-done:
+		if err != nil || !reflect.DeepEqual(got, s) {
+			t.Fatalf("readSpec: %v, equal %v", err, reflect.DeepEqual(got, s))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("readSpec waited for the end of the pipe")
+	}
+
+	// Nothing at all, then the end: the start was refused.
+	if err := readSpec(strings.NewReader(""), &got); err != io.EOF {
+		t.Fatalf("empty: %v, want io.EOF", err)
 	}
 }
