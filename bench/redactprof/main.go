@@ -1,7 +1,7 @@
 // Command redactprof measures the guardian's redaction step on its own, in
 // the guardian's shape: the text bench/writer produces, fed in 128 KiB
 // chunks (the guardian's read size) to one Stream of a Redactor built
-// from random 32-byte secrets, on one thread (guardians run GOMAXPROCS=1).
+// from random 32-byte secrets, on one thread (guardians run one P after the handoff).
 // It reports MiB per CPU-second for each case and can write a CPU profile,
 // so the guardian's redaction cost can be profiled without perf and
 // without touching procmon's code.

@@ -2,8 +2,9 @@
 // condition object, lexical validation of what a condition may name, the
 // evaluation of file evidence (one hardened read beneath the component root)
 // and of output evidence (a literal found in the redacted output stream),
-// the inotify wake-up that tells a waiter when to look again, and the loop
-// (Evaluate) that looks on every wake-up until an outcome is decided.
+// the wake-ups that tell a waiter when to look again (the guardian's change
+// notices, given by the caller, else inotify), and the loop (Evaluate) that
+// looks on every wake-up until an outcome is decided.
 //
 // The package only observes. It never signals a process, never writes
 // state, and never follows a symlink while evaluating a file condition:
