@@ -69,7 +69,7 @@ created and still empty: have the service write it elsewhere and rename it
 into place, or give --sha256. URLs, ports and pids are not wait targets:
 wait for the line the service prints when it listens.
 
-Without --timeout the wait has no end of its own. Ctrl-C (SIGTERM, SIGHUP) ends
+Without --timeout the wait has no end of its own. Ctrl-C, SIGTERM or SIGHUP ends
 it with the error wait_interrupted and exit status 130; the service keeps
 running.`,
 		Args:              cobra.MaximumNArgs(1),
