@@ -29,7 +29,8 @@ type PendingGuardian struct {
 	monitorID string
 	specW     *os.File
 	handR     *os.File
-	made      chan error // from makeMonitorDir, once
+	made      chan struct{} // closed once makeMonitorDir has returned
+	madeErr   error         // what it returned; read after made is closed
 	done      bool
 }
 
@@ -76,8 +77,11 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 		handR.Close()
 		return nil, fmt.Errorf("start guardian: %w", err)
 	}
-	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR, made: make(chan error, 1)}
-	go func() { pg.made <- makeMonitorDir(dir, monitorID) }()
+	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR, made: make(chan struct{})}
+	go func() {
+		pg.madeErr = makeMonitorDir(dir, monitorID)
+		close(pg.made)
+	}()
 	return pg, nil
 }
 
@@ -147,9 +151,8 @@ func (pg *PendingGuardian) Abandon() {
 // recorded the running handoff, or with the error that stopped it
 // (exec_failed, nonreaping_unavailable, ...).
 func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
-	if err := <-pg.made; err != nil {
-		pg.made <- err // for Abandon
-		return nil, err
+	if <-pg.made; pg.madeErr != nil {
+		return nil, pg.madeErr // Abandon cleans up
 	}
 	pg.done = true
 	defer pg.handR.Close()
