@@ -142,8 +142,21 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 }
 
 func writeHandoff(w *os.File, h handoff) {
+	w.Write(appendHandoff(nil, h))
+}
+
+// appendHandoff appends h as one line of JSON. The running handoff is
+// encoded by hand (see state.AppendMonitorJSON): it is on the way to the
+// caller's answer.
+func appendHandoff(b []byte, h handoff) []byte {
+	if h.Monitor != nil && h.Error == nil {
+		b = append(b, `{"monitor":`...)
+		b = state.AppendMonitorJSON(b, h.Monitor)
+		return append(b, "}\n"...)
+	}
 	data, _ := json.Marshal(h)
-	w.Write(append(data, '\n'))
+	b = append(b, data...)
+	return append(b, '\n')
 }
 
 func redirectToDevNull(fd int) {

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"os"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
 
@@ -125,5 +127,30 @@ func TestReadSpecNeedsNoEOF(t *testing.T) {
 	// Nothing at all, then the end: the start was refused.
 	if err := readSpec(strings.NewReader(""), &got); err != io.EOF {
 		t.Fatalf("empty: %v, want io.EOF", err)
+	}
+}
+
+// The running handoff is encoded by hand; it must be the line encoding/json
+// would write, which the launcher decodes.
+func TestHandoffMatchesEncodingJSON(t *testing.T) {
+	code := 3
+	sig := "SIGKILL"
+	for _, h := range []handoff{
+		{Monitor: &state.Monitor{MonitorID: "m_1", RunID: "default", Name: "api <v2>", Argv: []string{"sleep", "1000"}, PID: 42, PGID: 42, WorkDeadlineMs: int64p(9)}},
+		{Monitor: &state.Monitor{MonitorID: "m_2", Receipt: &state.Receipt{Status: "exited", ExitCode: &code, Signal: &sig, Escaped: []int{7}}}},
+		{Error: &protocol.ErrorBody{Code: protocol.CodeExecFailed, Message: "cannot execute \"nope\"", Details: map[string]any{"argv0": "nope"}}},
+	} {
+		want, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendHandoff(nil, h)
+		if string(got) != string(want)+"\n" {
+			t.Errorf("handoff:\n got %s\nwant %s", got, want)
+		}
+		var back handoff
+		if err := json.Unmarshal(got, &back); err != nil || (back.Monitor == nil) != (h.Monitor == nil) {
+			t.Errorf("%s decodes as %+v (%v)", got, back, err)
+		}
 	}
 }

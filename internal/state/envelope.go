@@ -30,16 +30,33 @@ func checksum(body []byte) string {
 }
 
 // encodeRecord is v as a checksummed record of the given kind, one line.
+// A monitor record is encoded by AppendMonitorJSON, the rest by
+// encoding/json; the envelope, by appendEnvelope.
 func encodeRecord(kind string, v any) ([]byte, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", kind, err)
+	var body []byte
+	if m, ok := v.(*Monitor); ok {
+		body = AppendMonitorJSON(make([]byte, 0, 1024), m)
+	} else {
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", kind, err)
+		}
 	}
-	data, err := json.Marshal(envelope{Schema: SchemaVersion, Kind: kind, Checksum: checksum(body), Body: body})
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", kind, err)
-	}
-	return append(data, '\n'), nil
+	return appendEnvelope(make([]byte, 0, len(body)+128), kind, body), nil
+}
+
+// appendEnvelope appends the one-line record of a body already encoded
+// (compact JSON), as json.Marshal encodes an envelope, and a newline.
+func appendEnvelope(b []byte, kind string, body []byte) []byte {
+	b = append(b, `{"schema":`...)
+	b = strconv.AppendInt(b, SchemaVersion, 10)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, kind)
+	b = append(b, `,"checksum":`...)
+	b = appendJSONString(b, checksum(body))
+	b = append(b, `,"body":`...)
+	b = append(b, body...)
+	return append(b, "}\n"...)
 }
 
 // writeRecord stores v as a checksummed record of the given kind.
