@@ -112,9 +112,12 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + readErr.Error()}})
 		return 1
 	}
+	// Compiling the redactor is the largest piece of work before the
+	// handoff: it starts first, and overlaps the spawn.
+	compiled := compileRedactor(spec.Secrets)
 	g, err := newGuardian(args[0], args[1], sigchld, signals)
 	if err == nil {
-		err = g.start(spec)
+		err = g.start(spec, compiled)
 	}
 	<-notified
 	if err != nil {
@@ -242,7 +245,7 @@ func (g *guardian) discard() {
 
 // start does the rest, up to the durable running handoff: the child and
 // the first record. On error the child is gone and nothing is left.
-func (g *guardian) start(spec Spec) (err error) {
+func (g *guardian) start(spec Spec, compiled <-chan compiledRedactor) (err error) {
 	g.spec = spec
 	opened := make(chan error, 1)
 	joined := false
@@ -262,9 +265,6 @@ func (g *guardian) start(spec Spec) (err error) {
 	// child needs only the pipe.
 	go func() { opened <- g.open() }()
 	redirectToDevNull(0)
-	// Compiling the redactor is the largest piece of work before the
-	// handoff; it overlaps the lookup and the spawn below.
-	compiled := compileRedactor(spec.Secrets)
 	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
 	if err != nil {
 		return err

@@ -122,6 +122,10 @@ func makeMonitorDir(dir *state.Dir, monitorID string) error {
 	return f.Close()
 }
 
+// handoffShape has every object a running handoff holds, so that decoding
+// it builds the decoders a real handoff needs.
+var handoffShape = []byte(`{"monitor":{"monitor_id":"","argv":[""]}}`)
+
 // wait reaps the guardian once it has exited.
 func (pg *PendingGuardian) wait() {
 	var ws unix.WaitStatus
@@ -166,6 +170,9 @@ func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
 		pg.dir.RemoveMonitorDir(pg.monitorID)
 		return nil, fmt.Errorf("send spec to guardian: %w", err)
 	}
+	// The guardian takes milliseconds to answer: build the decoder of its
+	// answer meanwhile, rather than after it.
+	json.Unmarshal(handoffShape, &handoff{})
 	// One line, read as soon as it is written: the guardian lets go of the
 	// pipe only after it.
 	line, err := bufio.NewReader(io.LimitReader(pg.handR, 1<<20)).ReadBytes('\n')
