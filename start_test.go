@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -59,5 +60,81 @@ func TestStartLeavesNoStrayDescriptors(t *testing.T) {
 	runProcmon(t, procmon, "cancel", started.MonitorID)
 	if problems := leftovers(stateDir, true); len(problems) > 0 {
 		t.Fatalf("processes left behind: %v", problems)
+	}
+}
+
+// TestGuardianLetsGoOfCallerStdio starts a service from a caller whose
+// stdout and stderr are pipes, as a tool shim's subprocess call makes
+// them: both reach their end once start has returned, and the guardian
+// keeps only /dev/null and its own log in their place.
+func TestGuardianLetsGoOfCallerStdio(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+
+	start := procmon("start", "--", "sleeper")
+	stdout, err := start.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := start.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := start.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait reads both pipes to their end: it returns only when nobody
+	// holds their write ends, guardian included.
+	outc, errc := make(chan []byte, 1), make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(stdout); outc <- b }()
+	go func() { b, _ := io.ReadAll(stderr); errc <- b }()
+	var out, errOut []byte
+	for out == nil || errOut == nil {
+		select {
+		case out = <-outc:
+		case errOut = <-errc:
+		case <-time.After(patience):
+			t.Fatalf("the caller's stdout or stderr is still held %v after start", patience)
+		}
+	}
+	if err := start.Wait(); err != nil {
+		t.Fatalf("start: %v\n%s%s", err, out, errOut)
+	}
+	var started struct {
+		MonitorID string `json:"monitor_id"`
+	}
+	if err := json.Unmarshal(out, &started); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	defer func() {
+		runProcmon(t, procmon, "cancel", started.MonitorID)
+		if problems := leftovers(stateDir, true); len(problems) > 0 {
+			t.Fatalf("processes left behind: %v", problems)
+		}
+	}()
+
+	var rec struct {
+		Body struct {
+			GuardianPID int `json:"guardian_pid"`
+		} `json:"body"`
+	}
+	mdir := filepath.Join(stateDir, "monitors", started.MonitorID)
+	data, err := os.ReadFile(filepath.Join(mdir, "record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Body.GuardianPID <= 1 {
+		t.Fatalf("record: %v, guardian pid %d", err, rec.Body.GuardianPID)
+	}
+	want := map[int]string{0: os.DevNull, 1: os.DevNull, 2: filepath.Join(mdir, "guardian.log")}
+	for fd, path := range want {
+		got, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(rec.Body.GuardianPID), "fd", strconv.Itoa(fd)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != path {
+			t.Errorf("guardian descriptor %d is %s, want %s", fd, got, path)
+		}
 	}
 }

@@ -51,6 +51,8 @@ type guardian struct {
 
 	rec         *state.Monitor // the record as last written
 	firstRecord *os.File       // the temp file the first record is written through
+	guardianLog *os.File       // stderr once the start is handed off
+	settled     bool           // settle has run
 
 	child      int
 	childTicks uint64
@@ -127,21 +129,34 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	}
 	writeHandoff(stdout, handoff{Monitor: g.rec})
 	// The launcher has what it waited for: from here on the guardian has no
-	// tie to the caller's stdio, and one P is plenty.
+	// tie to the caller's stdio.
 	redirectToDevNull(1)
-	redirectToDevNull(2)
-	g.openGuardianLog()
-	runtime.GOMAXPROCS(1)
-	// A guardian holds little: bounded buffers and one record. Keep the heap
-	// from growing far past that, and give what the start left behind back
-	// to the system now. (Done before the handoff, the small heap goal
-	// would cost the start a collection.)
-	debug.SetGCPercent(25)
-	debug.FreeOSMemory()
-	// An orphan that exited before SIGCHLD was caught is reaped now.
-	g.reapOrphans()
+	unix.Dup3(int(g.guardianLog.Fd()), 2, 0)
+	g.guardianLog.Close()
 	g.keepCustody()
 	return 0
+}
+
+// settleAfter is how long after the handoff the guardian settles down
+// (see settle): by then the caller has read its answer and exited, so
+// the two do not compete for the CPU on the way to the caller's answer.
+const settleAfter = 20 * time.Millisecond
+
+// settle is the guardian's housekeeping after the start: one P is plenty
+// from here on; a guardian holds little (bounded buffers and one record),
+// so the heap is kept from growing far past that, and what the start left
+// behind goes back to the system; an orphan that exited before SIGCHLD
+// was caught is reaped. (The small heap goal, set before the handoff,
+// would cost the start a collection.) It runs once, on the main loop.
+func (g *guardian) settle() {
+	if g.settled {
+		return
+	}
+	g.settled = true
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(25)
+	debug.FreeOSMemory()
+	g.reapOrphans()
 }
 
 func writeHandoff(w *os.File, h handoff) {
@@ -167,17 +182,6 @@ func redirectToDevNull(fd int) {
 		unix.Dup3(n, fd, 0)
 		unix.Close(n)
 	}
-}
-
-// openGuardianLog points the guardian's stderr at guardian.log in the
-// monitor's directory.
-func (g *guardian) openGuardianLog() {
-	f, err := os.OpenFile(filepath.Join(g.mdir, "guardian.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	unix.Dup3(int(f.Fd()), 2, 0)
-	f.Close()
 }
 
 // newGuardian does what must precede any spawn: the non-reaping probe,
@@ -224,6 +228,11 @@ func (g *guardian) open() error {
 	if g.firstRecord, err = dir.OpenFirstRecord(g.monitorID); err != nil {
 		return err
 	}
+	// The guardian's stderr from the handoff on: what it has to say about
+	// custody (and a panic's trace) stays with the monitor.
+	if g.guardianLog, err = os.OpenFile(filepath.Join(g.mdir, state.GuardianLogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+		return fmt.Errorf("open %s: %w", state.GuardianLogName, err)
+	}
 	g.ctl, err = g.listen()
 	return err
 }
@@ -236,6 +245,9 @@ func (g *guardian) discard() {
 	}
 	if g.firstRecord != nil {
 		g.firstRecord.Close()
+	}
+	if g.guardianLog != nil {
+		g.guardianLog.Close()
 	}
 	g.out.abandon()
 	if dir, err := state.Open(g.stateDir); err == nil {
@@ -415,6 +427,8 @@ func (g *guardian) keepCustody() {
 	}
 	heartbeat := time.NewTicker(period)
 	defer heartbeat.Stop()
+	settle := time.NewTimer(settleAfter)
+	defer settle.Stop()
 	var deadline <-chan time.Time
 	if d := g.spec.WorkDeadlineMs; d != nil {
 		t := time.NewTimer(time.Until(time.UnixMilli(*d)))
@@ -444,6 +458,8 @@ loop:
 		case sig := <-g.signals:
 			cause = drainCause{status: state.StatusCancelled, reason: "guardian_" + unix.SignalName(sig.(syscall.Signal)), graceMs: DefaultDrainGraceMs}
 			break loop
+		case <-settle.C:
+			g.settle()
 		case <-g.sigchld:
 			g.reapOrphans()
 		case <-heartbeat.C:
@@ -464,6 +480,7 @@ loop:
 		default:
 		}
 	}
+	g.settle()
 	g.finish(cause)
 }
 

@@ -108,18 +108,21 @@ func closeStraysOnExec() {
 	}
 }
 
-// makeMonitorDir makes the monitor's directory, its lock and its empty
-// output log. A directory without a record is a start in progress, which
-// readers pass over.
+// makeMonitorDir makes the monitor's directory, its lock, its empty
+// output log and the guardian's own log. A directory without a record is
+// a start in progress, which readers pass over.
 func makeMonitorDir(dir *state.Dir, monitorID string) error {
 	if err := dir.CreateMonitorDir(monitorID); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("create output log: %w", err)
+	for _, name := range []string{state.LogName, state.GuardianLogName} {
+		f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+		f.Close()
 	}
-	return f.Close()
+	return nil
 }
 
 // handoffShape has every object a running handoff holds, so that decoding

@@ -130,9 +130,10 @@ func (d *Dir) MonitorDir(id string) string { return MonitorPath(d.Path, id) }
 
 // File names inside a monitor directory.
 const (
-	RecordName  = "record.json"
-	LogName     = "output.log"
-	ControlName = "control.sock"
+	RecordName      = "record.json"
+	LogName         = "output.log"
+	ControlName     = "control.sock"
+	GuardianLogName = "guardian.log"
 )
 
 // CreateMonitorDir makes a new monitor's private directory with its lock
