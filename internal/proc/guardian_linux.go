@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,7 @@ type guardian struct {
 
 	child      int
 	childTicks uint64
+	aborted    atomic.Bool     // abortChild has killed and reaped the child
 	exited     chan exitStatus // from the custody thread, once
 	exit       *exitStatus
 
@@ -100,8 +102,9 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		close(notified)
 	}()
+	in := bufio.NewReader(stdin)
 	var spec Spec
-	if readErr := readSpec(stdin, &spec); readErr != nil {
+	if readErr := readSpec(in, &spec); readErr != nil {
 		// The launcher refused the start or died before sending a spec:
 		// what it made for the monitor goes.
 		if dir, err := state.Open(args[0]); err == nil {
@@ -119,7 +122,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	compiled := compileRedactor(spec.Secrets)
 	g, err := newGuardian(args[0], args[1], sigchld, signals)
 	if err == nil {
-		err = g.start(spec, compiled)
+		err = g.start(spec, in, compiled)
 	}
 	<-notified
 	if err != nil {
@@ -214,8 +217,9 @@ func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*
 }
 
 // open opens what the launcher made in the monitor's directory (the
-// output log) and listens on the control socket.
-func (g *guardian) open() error {
+// output log) and listens on the control socket; it returns once the
+// launcher has said, on in, that the directory is durable.
+func (g *guardian) open(in *bufio.Reader) error {
 	dir, err := state.Open(g.stateDir)
 	if err != nil {
 		return err
@@ -233,8 +237,16 @@ func (g *guardian) open() error {
 	if g.guardianLog, err = os.OpenFile(filepath.Join(g.mdir, state.GuardianLogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
 		return fmt.Errorf("open %s: %w", state.GuardianLogName, err)
 	}
-	g.ctl, err = g.listen()
-	return err
+	if g.ctl, err = g.listen(); err != nil {
+		return err
+	}
+	b, err := in.ReadByte()
+	if err != nil || b != dirDurable {
+		return errors.New("the launcher did not make the monitor's directory durable")
+	}
+	// The spec pipe is done with.
+	redirectToDevNull(0)
+	return nil
 }
 
 // discard undoes newGuardian and open for a start that never got its
@@ -257,7 +269,7 @@ func (g *guardian) discard() {
 
 // start does the rest, up to the durable running handoff: the child and
 // the first record. On error the child is gone and nothing is left.
-func (g *guardian) start(spec Spec, compiled <-chan compiledRedactor) (err error) {
+func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRedactor) (err error) {
 	g.spec = spec
 	opened := make(chan error, 1)
 	joined := false
@@ -275,8 +287,7 @@ func (g *guardian) start(spec Spec, compiled <-chan compiledRedactor) (err error
 	}
 	// The monitor's files are opened while the child is spawned: the
 	// child needs only the pipe.
-	go func() { opened <- g.open() }()
-	redirectToDevNull(0)
+	go func() { opened <- g.open(in) }()
 	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
 	if err != nil {
 		return err
@@ -370,7 +381,9 @@ func (g *guardian) spawn(path string) error {
 	go func() {
 		var info childInfo
 		if err := waitid(unix.P_PID, pid, unix.WEXITED|unix.WNOWAIT, &info); err != nil {
-			fmt.Fprintf(os.Stderr, "guardian: waitid on child %d: %v\n", pid, err)
+			if !g.aborted.Load() { // else abortChild reaped it first
+				fmt.Fprintf(os.Stderr, "guardian: waitid on child %d: %v\n", pid, err)
+			}
 			return
 		}
 		g.exited <- decodeExit(&info, nowMs())
@@ -389,6 +402,7 @@ func execReason(err error, cwd string) string {
 
 // abortChild kills a child whose custody could not be recorded and reaps it.
 func (g *guardian) abortChild() {
+	g.aborted.Store(true)
 	unix.Kill(-g.child, unix.SIGKILL)
 	unix.Kill(g.child, unix.SIGKILL)
 	var info childInfo

@@ -23,16 +23,27 @@ const GuardianArg = "__guardian"
 // A Go process takes milliseconds to boot, so the guardian is launched
 // first; while it boots, the caller does admission, takes the command
 // slot and makes the monitor's directory.
+//
+// The guardian's stdin carries the spec, then one byte, dirDurable, once
+// the directory is durable: the guardian spawns the child as soon as it
+// has the spec, and writes the first record only after that byte. A pipe
+// closed without it stops the start.
 type PendingGuardian struct {
-	pid       int
-	dir       *state.Dir
-	monitorID string
-	specW     *os.File
-	handR     *os.File
-	made      chan struct{} // closed once makeMonitorDir has returned
-	madeErr   error         // what it returned; read after made is closed
-	done      bool
+	pid        int
+	dir        *state.Dir
+	monitorID  string
+	specW      *os.File
+	handR      *os.File
+	created    chan struct{} // closed once the directory and its files exist
+	createdErr error         // why they do not; read after created is closed
+	made       chan struct{} // closed once they are durable, or cannot be
+	madeErr    error         // why not; read after made is closed
+	done       bool
 }
+
+// dirDurable follows the spec on the guardian's stdin once the monitor's
+// directory is durable.
+const dirDurable = '\n'
 
 // StartGuardian starts a detached guardian for monitorID in dir and makes
 // the monitor's directory in the background. The guardian waits for its
@@ -77,10 +88,17 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 		handR.Close()
 		return nil, fmt.Errorf("start guardian: %w", err)
 	}
-	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR, made: make(chan struct{})}
+	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR,
+		created: make(chan struct{}), made: make(chan struct{})}
 	go func() {
-		pg.madeErr = makeMonitorDir(dir, monitorID)
-		close(pg.made)
+		defer close(pg.made)
+		pg.createdErr = makeMonitorDir(dir, monitorID)
+		close(pg.created)
+		if pg.createdErr != nil {
+			pg.madeErr = pg.createdErr
+			return
+		}
+		pg.madeErr = dir.SyncMonitorDir(monitorID)
 	}()
 	return pg, nil
 }
@@ -158,8 +176,8 @@ func (pg *PendingGuardian) Abandon() {
 // recorded the running handoff, or with the error that stopped it
 // (exec_failed, nonreaping_unavailable, ...).
 func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
-	if <-pg.made; pg.madeErr != nil {
-		return nil, pg.madeErr // Abandon cleans up
+	if <-pg.created; pg.createdErr != nil {
+		return nil, pg.createdErr // Abandon cleans up
 	}
 	pg.done = true
 	defer pg.handR.Close()
@@ -167,8 +185,9 @@ func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
 	if err == nil {
 		_, err = pg.specW.Write(data)
 	}
-	pg.specW.Close()
 	if err != nil {
+		pg.specW.Close()
+		<-pg.made
 		pg.wait()
 		pg.dir.RemoveMonitorDir(pg.monitorID)
 		return nil, fmt.Errorf("send spec to guardian: %w", err)
@@ -176,6 +195,11 @@ func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
 	// The guardian takes milliseconds to answer: build the decoder of its
 	// answer meanwhile, rather than after it.
 	json.Unmarshal(handoffShape, &handoff{})
+	var tellErr error
+	if <-pg.made; pg.madeErr == nil {
+		_, tellErr = pg.specW.Write([]byte{dirDurable})
+	}
+	pg.specW.Close()
 	// One line, read as soon as it is written: the guardian lets go of the
 	// pipe only after it.
 	line, err := bufio.NewReader(io.LimitReader(pg.handR, 1<<20)).ReadBytes('\n')
@@ -194,6 +218,12 @@ func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
 		// what it made, and this removes the rest.
 		pg.wait()
 		pg.dir.RemoveMonitorDir(pg.monitorID)
+		if pg.madeErr != nil {
+			return nil, pg.madeErr
+		}
+		if tellErr != nil {
+			return nil, fmt.Errorf("tell the guardian its directory is durable: %w", tellErr)
+		}
 		if h.Error == nil {
 			return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", spec.MonitorID)
 		}

@@ -137,8 +137,8 @@ const (
 )
 
 // CreateMonitorDir makes a new monitor's private directory with its lock
-// file and the first record's temp file (see OpenFirstRecord), all
-// durable, so the first record's write creates nothing.
+// file and the first record's temp file, so the first record's write
+// creates nothing. SyncMonitorDir makes them durable.
 func (d *Dir) CreateMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
@@ -155,21 +155,13 @@ func (d *Dir) CreateMonitorDir(id string) error {
 		return fmt.Errorf("create the first record's temp file: %w", err)
 	}
 	_, err = f.Write(bytes.Repeat([]byte{'\n'}, firstRecordSize))
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("allocate the first record's temp file: %w", err)
 	}
-	if err := syncDir(mdir); err != nil {
-		return err
-	}
-	// The record's own fsyncs cover its directory, not the directory's
-	// entry in monitors/.
-	return syncDir(filepath.Join(d.Path, monitorsDir))
+	return nil
 }
 
 // LoadMonitor reads and verifies a monitor record.
@@ -199,19 +191,45 @@ func (d *Dir) SaveMonitor(m *Monitor, durable bool) error {
 
 // The first record of a monitor is the running handoff that start waits
 // for. Its temp file is made when the directory is, with firstRecordSize
-// bytes already written and durable, so the handoff's write is an
-// overwrite in place made durable with fdatasync (no metadata to commit)
-// followed by the rename and the directory's fsync. The record is padded
-// with newlines to that size, which JSON readers skip.
+// bytes already written, and SyncMonitorDir makes it durable, so the
+// handoff's write is an overwrite in place made durable with fdatasync (no
+// metadata to commit) followed by the rename and the directory's fsync.
+// The record is padded with newlines to that size, which JSON readers
+// skip.
 const (
 	firstRecordTemp = tempPrefix + RecordName + "-first"
 	firstRecordSize = 4096
 )
 
+// SyncMonitorDir makes durable what CreateMonitorDir made: the first
+// record's temp file and its blocks, the directory, and its entry in
+// monitors/.
+func (d *Dir) SyncMonitorDir(id string) error {
+	if err := ValidMonitorID(id); err != nil {
+		return err
+	}
+	mdir := d.MonitorDir(id)
+	f, err := os.OpenFile(filepath.Join(mdir, firstRecordTemp), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("open the first record's temp file: %w", err)
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("sync the first record's temp file: %w", err)
+	}
+	// The record's own fsyncs cover its directory, not the directory's
+	// entry in monitors/.
+	if err := syncDir(mdir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Join(d.Path, monitorsDir))
+}
+
 // OpenFirstRecord opens the temp file made by CreateMonitorDir through
 // which the monitor's first record is written; pass it to
-// SaveFirstMonitor. A temp file never used is ignored by readers and goes
-// with the directory.
+// SaveFirstMonitor once SyncMonitorDir has returned. A temp file never
+// used is ignored by readers and goes with the directory.
 func (d *Dir) OpenFirstRecord(id string) (*os.File, error) {
 	if err := ValidMonitorID(id); err != nil {
 		return nil, err
