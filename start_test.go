@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -135,6 +137,69 @@ func TestGuardianLetsGoOfCallerStdio(t *testing.T) {
 		}
 		if got != path {
 			t.Errorf("guardian descriptor %d is %s, want %s", fd, got, path)
+		}
+	}
+}
+
+// guardiansOf lists the live guardians started for stateDir, found by
+// their command line (procmon __guardian STATE_DIR MONITOR_ID).
+func guardiansOf(stateDir string) []string {
+	var found []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) >= 3 && args[1] == "__guardian" && args[2] == stateDir {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// TestRefusedStartLeavesNothing refuses starts at every stage a guardian
+// may already be booting for them (procmon start launches one before it
+// even parses its command line): each leaves no guardian and no monitor
+// directory behind.
+func TestRefusedStartLeavesNothing(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		exit  int
+	}{
+		{args: []string{"start", "--no-such-flag", "--", "sleeper"}, exit: 2},
+		{args: []string{"start"}, stdin: `{"request":{"argv":[]}}`, exit: 2},
+		{args: []string{"start"}, stdin: `{"request":{"argv":["sleeper"],"bogus":1}}`, exit: 2},
+		{args: []string{"start", "--timeout", "-5", "--", "sleeper"}, exit: 2},
+		{args: []string{"start", "--", "no-such-program-anywhere"}, exit: 1},
+		{args: []string{"start", "--help"}, exit: 0},
+		{args: []string{"--run", "r_aaaaaaaaaaaaaaaaaaaa", "start", "--", "sleeper"}, exit: 4},
+		{args: []string{"start", "--run", "r_aaaaaaaaaaaaaaaaaaaa", "--", "sleeper"}, exit: 4},
+	} {
+		c := procmon(tc.args...)
+		c.Stdin = strings.NewReader(tc.stdin)
+		out, err := c.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.exit {
+			t.Errorf("procmon %v: exit %d, want %d\n%s", tc.args, code, tc.exit, out)
+		}
+		for deadline := time.Now().Add(patience); len(guardiansOf(stateDir)) > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("procmon %v left guardians: %v", tc.args, guardiansOf(stateDir))
+			}
+		}
+		if entries, _ := os.ReadDir(filepath.Join(stateDir, "monitors")); len(entries) > 0 {
+			t.Fatalf("procmon %v left %d monitor directories", tc.args, len(entries))
 		}
 	}
 }

@@ -34,6 +34,10 @@ type Env struct {
 	StdinIsTerminal bool
 	// StdoutIsTerminal selects human tables where a command has them.
 	StdoutIsTerminal bool
+
+	// early is a guardian Main launched before parsing a start command
+	// line; runStart takes it (see launchEarly).
+	early *earlyGuardian
 }
 
 func defaultEnv() *Env {
@@ -56,7 +60,12 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
-	return Run(os.Args[1:], defaultEnv())
+	env := defaultEnv()
+	if early := launchEarly(env, os.Args[1:]); early != nil {
+		env.early = early
+		defer early.guardian.Abandon() // nothing once handed off
+	}
+	return Run(os.Args[1:], env)
 }
 
 // Version is procmon's version, set at build time with

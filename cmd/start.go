@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -117,18 +118,21 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := openState(env)
-	if err != nil {
-		return nil, err
-	}
 	// The guardian boots while admission runs and the monitor's directory
 	// is made; it starts nothing until it is handed a spec, and a refused
 	// start waits for it to exit and removes the directory.
-	monitorID := state.NewID("m_")
-	guardian, err := proc.StartGuardian(dir, monitorID)
-	if err != nil {
-		return nil, err
+	early := env.early
+	env.early = nil
+	if early == nil {
+		dir, err := openState(env)
+		if err != nil {
+			return nil, err
+		}
+		if early, err = launch(dir); err != nil {
+			return nil, err
+		}
 	}
+	dir, monitorID, guardian := early.dir, early.monitorID, early.guardian
 	defer guardian.Abandon()
 
 	runID, err := selectedRun(env, g)
@@ -197,6 +201,55 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		WorkDeadlineMs:       m.WorkDeadlineMs,
 		Warnings:             warnings,
 	}, nil
+}
+
+// earlyGuardian is a guardian launched for a start not yet admitted.
+type earlyGuardian struct {
+	dir       *state.Dir
+	monitorID string
+	guardian  *proc.PendingGuardian
+}
+
+func launch(dir *state.Dir) (*earlyGuardian, error) {
+	id := state.NewID("m_")
+	pg, err := proc.StartGuardian(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	return &earlyGuardian{dir: dir, monitorID: id, guardian: pg}, nil
+}
+
+// launchEarly launches the guardian of a start before its command line is
+// parsed, so that the guardian's boot overlaps the parsing too. It does
+// so only for "procmon start ..." without a help flag, in a state
+// directory already made; anything that goes wrong here is left for
+// runStart to meet and report. A guardian that runStart does not take is
+// abandoned when Main returns.
+func launchEarly(env *Env, args []string) *earlyGuardian {
+	if len(args) == 0 || args[0] != "start" {
+		return nil
+	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" {
+			return nil
+		}
+	}
+	path, err := state.Resolve(env.Getenv)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	dir, err := state.Open(path)
+	if err != nil {
+		return nil
+	}
+	early, _ := launch(dir)
+	return early
 }
 
 func resolveCwd(env *Env, cwd string) (string, error) {
