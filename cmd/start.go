@@ -160,15 +160,9 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited; create a new one with: procmon run new", run.RunID, o.PID).With("run_id", run.RunID)
 	}
 	sb := run.Policy.Sandbox
-	// The slot is taken before anything is spawned and never refunded.
-	ordinal, err := dir.TakeOrdinal(run.RunID, sb.CommandLimit)
-	if err != nil {
-		return nil, err
-	}
-
 	childEnv := mergeEnv(env.Environ(), req.Env)
 	secrets, warnings := collectSecrets(childEnv, req, run.Policy.SecretEnv)
-	m, err := guardian.Handoff(proc.Spec{
+	spec := proc.Spec{
 		StateDir:       dir.Path,
 		MonitorID:      monitorID,
 		RunID:          run.RunID,
@@ -177,13 +171,23 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		Cwd:            cwd,
 		Env:            childEnv,
 		Secrets:        secrets,
-		CommandOrdinal: ordinal,
 		AdmittedAtMs:   admitted,
 		WorkDeadlineMs: workDeadline(run, admitted, req.TimeoutSeconds),
 		MaxOutputBytes: sb.MaxOutputBytes,
 		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
 		Owner:          run.Owner,
+	}
+	// The slot is taken before anything is spawned and never refunded.
+	// The guardian has the spec while the slot is made durable, and spawns
+	// the child only at the handoff, once it is.
+	_, err = dir.TakeOrdinal(run.RunID, sb.CommandLimit, func(ordinal int64) error {
+		spec.CommandOrdinal = ordinal
+		return guardian.Send(spec)
 	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := guardian.Handoff()
 	if err != nil {
 		return nil, err
 	}

@@ -124,6 +124,9 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	if err == nil {
 		err = g.start(spec, in, compiled)
 	}
+	if err == errAbandoned {
+		return 0
+	}
 	<-notified
 	if err != nil {
 		e := protocol.AsError(err)
@@ -216,10 +219,12 @@ func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*
 	return g, nil
 }
 
-// open opens what the launcher made in the monitor's directory (the
-// output log) and listens on the control socket; it returns once the
-// launcher has said, on in, that the directory is durable.
-func (g *guardian) open(in *bufio.Reader) error {
+// open opens the first record's temp file the launcher made, creates the
+// output log and the guardian's own, and listens on the control socket
+// in the monitor's directory; it returns once the launcher has said, on
+// in, that the directory is durable. It reads in only once slotRead is
+// closed: after start has read the byte before it, or given up.
+func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	dir, err := state.Open(g.stateDir)
 	if err != nil {
 		return err
@@ -240,14 +245,18 @@ func (g *guardian) open(in *bufio.Reader) error {
 	if g.ctl, err = g.listen(); err != nil {
 		return err
 	}
-	b, err := in.ReadByte()
-	if err != nil || b != dirDurable {
+	<-slotRead
+	if b, err := in.ReadByte(); err != nil || b != dirDurable {
 		return errors.New("the launcher did not make the monitor's directory durable")
 	}
 	// The spec pipe is done with.
 	redirectToDevNull(0)
 	return nil
 }
+
+// errAbandoned means the launcher refused the start before the child was
+// spawned: the guardian leaves quietly.
+var errAbandoned = errors.New("the launcher abandoned the start")
 
 // discard undoes newGuardian and open for a start that never got its
 // running handoff: not even the directory is left.
@@ -287,13 +296,24 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	}
 	// The monitor's files are opened while the child is spawned: the
 	// child needs only the pipe.
-	go func() { opened <- g.open(in) }()
+	slotRead := make(chan struct{})
+	readSlot := sync.OnceFunc(func() { close(slotRead) })
+	defer readSlot() // on every way out, so that open returns
+	go func() { opened <- g.open(in, slotRead) }()
 	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
 	if err != nil {
 		return err
 	}
 	if spec.MaxOutputBytes != nil {
 		g.out.limit = *spec.MaxOutputBytes
+	}
+	// Nothing is spawned before the command slot is durable. (The byte is
+	// read on this thread: a locked thread woken by a channel waits for a
+	// P, which the other goroutines here may hold for a while.)
+	b, err := in.ReadByte()
+	readSlot()
+	if err != nil || b != slotDurable {
+		return errAbandoned
 	}
 	if err := g.spawn(path); err != nil {
 		return err
@@ -416,6 +436,12 @@ var errRevoked = errors.New("the record no longer names this guardian")
 // stored record has been taken over (another guardian named, or a receipt
 // written by reconcile): then it is left as it is.
 func (g *guardian) save(durable bool) error {
+	if f := g.firstRecord; f != nil {
+		// Nobody else writes a monitor before its first record exists.
+		g.firstRecord = nil
+		g.out.snapshot(g.rec)
+		return g.dir.SaveFirstMonitor(f, g.rec)
+	}
 	return g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
 		if g.rec.HeartbeatSeq > 0 || g.rec.Phase != state.PhaseRunning {
 			stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
@@ -424,10 +450,6 @@ func (g *guardian) save(durable bool) error {
 			}
 		}
 		g.out.snapshot(g.rec)
-		if f := g.firstRecord; f != nil {
-			g.firstRecord = nil
-			return g.dir.SaveFirstMonitor(f, g.rec)
-		}
 		return g.dir.SaveMonitor(g.rec, durable)
 	})
 }

@@ -3,10 +3,10 @@ package proc
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -24,10 +24,11 @@ const GuardianArg = "__guardian"
 // first; while it boots, the caller does admission, takes the command
 // slot and makes the monitor's directory.
 //
-// The guardian's stdin carries the spec, then one byte, dirDurable, once
-// the directory is durable: the guardian spawns the child as soon as it
-// has the spec, and writes the first record only after that byte. A pipe
-// closed without it stops the start.
+// The guardian's stdin carries the spec (Send), then two bytes (Handoff):
+// slotDurable once the command slot is durable, and dirDurable once the
+// monitor's directory is. The guardian prepares the start from the spec,
+// spawns the child only after the first byte and writes the first record
+// only after the second. A pipe closed before them stops the start.
 type PendingGuardian struct {
 	pid        int
 	dir        *state.Dir
@@ -38,12 +39,15 @@ type PendingGuardian struct {
 	createdErr error         // why they do not; read after created is closed
 	made       chan struct{} // closed once they are durable, or cannot be
 	madeErr    error         // why not; read after made is closed
+	sent       bool          // Send has written the spec
 	done       bool
 }
 
-// dirDurable follows the spec on the guardian's stdin once the monitor's
-// directory is durable.
-const dirDurable = '\n'
+// The bytes that follow the spec on the guardian's stdin.
+const (
+	slotDurable = 'g' // the command slot is durable: the child may be spawned
+	dirDurable  = 'd' // the directory is durable: the record may be written
+)
 
 // StartGuardian starts a detached guardian for monitorID in dir and makes
 // the monitor's directory in the background. The guardian waits for its
@@ -126,21 +130,12 @@ func closeStraysOnExec() {
 	}
 }
 
-// makeMonitorDir makes the monitor's directory, its lock, its empty
-// output log and the guardian's own log. A directory without a record is
-// a start in progress, which readers pass over.
+// makeMonitorDir makes the monitor's directory and the first record's
+// temp file: all the guardian needs from the launcher (see
+// state.CreateMonitorDir). A directory without a record is a start in
+// progress, which readers pass over.
 func makeMonitorDir(dir *state.Dir, monitorID string) error {
-	if err := dir.CreateMonitorDir(monitorID); err != nil {
-		return err
-	}
-	for _, name := range []string{state.LogName, state.GuardianLogName} {
-		f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", name, err)
-		}
-		f.Close()
-	}
-	return nil
+	return dir.CreateMonitorDir(monitorID)
 }
 
 // handoffShape has every object a running handoff holds, so that decoding
@@ -172,31 +167,40 @@ func (pg *PendingGuardian) Abandon() {
 	pg.dir.RemoveMonitorDir(pg.monitorID)
 }
 
-// Handoff sends the spec and returns once the guardian has durably
-// recorded the running handoff, or with the error that stopped it
-// (exec_failed, nonreaping_unavailable, ...).
-func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
+// Send sends the spec once the monitor's directory exists; the guardian
+// prepares the start from it but spawns nothing before Handoff. It may be
+// called before the command slot in the spec is durable. After an error,
+// Abandon cleans up.
+func (pg *PendingGuardian) Send(spec Spec) error {
 	if <-pg.created; pg.createdErr != nil {
-		return nil, pg.createdErr // Abandon cleans up
+		return pg.createdErr
 	}
-	pg.done = true
-	defer pg.handR.Close()
 	data, err := spec.MarshalBinary()
 	if err == nil {
 		_, err = pg.specW.Write(data)
 	}
 	if err != nil {
-		pg.specW.Close()
-		<-pg.made
-		pg.wait()
-		pg.dir.RemoveMonitorDir(pg.monitorID)
-		return nil, fmt.Errorf("send spec to guardian: %w", err)
+		return fmt.Errorf("send spec to guardian: %w", err)
 	}
+	pg.sent = true
+	return nil
+}
+
+// Handoff tells the guardian sent its spec that the command slot is
+// durable, then that the directory is, and returns once the guardian has
+// durably recorded the running handoff, or with the error that stopped it
+// (exec_failed, nonreaping_unavailable, ...).
+func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
+	if !pg.sent {
+		return nil, errors.New("handoff before the spec was sent")
+	}
+	pg.done = true
+	defer pg.handR.Close()
+	_, tellErr := pg.specW.Write([]byte{slotDurable})
 	// The guardian takes milliseconds to answer: build the decoder of its
 	// answer meanwhile, rather than after it.
 	json.Unmarshal(handoffShape, &handoff{})
-	var tellErr error
-	if <-pg.made; pg.madeErr == nil {
+	if <-pg.made; pg.madeErr == nil && tellErr == nil {
 		_, tellErr = pg.specW.Write([]byte{dirDurable})
 	}
 	pg.specW.Close()
@@ -218,16 +222,15 @@ func (pg *PendingGuardian) Handoff(spec Spec) (*state.Monitor, error) {
 		// what it made, and this removes the rest.
 		pg.wait()
 		pg.dir.RemoveMonitorDir(pg.monitorID)
-		if pg.madeErr != nil {
+		switch {
+		case pg.madeErr != nil: // the guardian was told nothing more
 			return nil, pg.madeErr
+		case h.Error != nil: // what stopped the guardian
+			return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
+		case tellErr != nil:
+			return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
 		}
-		if tellErr != nil {
-			return nil, fmt.Errorf("tell the guardian its directory is durable: %w", tellErr)
-		}
-		if h.Error == nil {
-			return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", spec.MonitorID)
-		}
-		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
+		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
 	}
 	// The guardian outlives this process; it is never waited for.
 	return h.Monitor, nil

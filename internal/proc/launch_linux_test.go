@@ -55,12 +55,10 @@ func children(pid int) []int {
 	return out
 }
 
-// TestGuardianWaitsForDurableDirectory plays the launcher's side of the
-// spec pipe by hand: a guardian spawns the child as soon as it has the
-// spec, but writes no record before it is told that the monitor's
-// directory is durable; when the launcher closes the pipe instead, the
-// child is killed and nothing is left, guardian, child or directory.
-func TestGuardianWaitsForDurableDirectory(t *testing.T) {
+// launchByHand starts a guardian whose launcher side the test plays, and
+// sends it a spec for sleep once the monitor's directory is durable.
+func launchByHand(t *testing.T) (*state.Dir, string, *PendingGuardian) {
+	t.Helper()
 	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,10 +68,9 @@ func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg.done = true // this test plays Handoff
-	defer pg.handR.Close()
-	<-pg.made
-	if pg.madeErr != nil {
+	pg.done = true // the test plays Handoff and Abandon
+	t.Cleanup(func() { pg.handR.Close() })
+	if <-pg.made; pg.madeErr != nil {
 		t.Fatal(pg.madeErr)
 	}
 	spec := testSpec(dir, id)
@@ -84,17 +81,57 @@ func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 	if _, err := pg.specW.Write(data); err != nil {
 		t.Fatal(err)
 	}
+	return dir, id, pg
+}
 
-	var child int
-	for deadline := time.Now().Add(patience); child == 0; time.Sleep(5 * time.Millisecond) {
+// awaitOneChild returns the guardian's one child once it has spawned it.
+func awaitOneChild(t *testing.T, pg *PendingGuardian) int {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(5 * time.Millisecond) {
 		if c := children(pg.pid); len(c) == 1 {
-			child = c[0]
+			return c[0]
 		} else if time.Now().After(deadline) {
-			t.Fatalf("the guardian spawned %v, want one child, %v after its spec", c, patience)
+			t.Fatalf("the guardian has children %v, want one, %v after the slot was durable", c, patience)
 		}
 	}
-	// The child runs; the guardian waits for the word on the directory.
-	time.Sleep(50 * time.Millisecond)
+}
+
+// TestGuardianSpawnsOnlyOnceTheSlotIsDurable: a guardian with its spec
+// spawns nothing until the launcher says the command slot is durable, and
+// a launcher that closes the pipe instead ends it quietly, with nothing
+// spawned and nothing left.
+func TestGuardianSpawnsOnlyOnceTheSlotIsDurable(t *testing.T) {
+	dir, id, pg := launchByHand(t)
+	time.Sleep(100 * time.Millisecond) // time enough to spawn, were it allowed
+	if c := children(pg.pid); len(c) > 0 {
+		t.Fatalf("the guardian spawned %v before the slot was durable", c)
+	}
+	pg.specW.Close()
+	line, _ := bufio.NewReader(pg.handR).ReadBytes('\n')
+	if len(line) > 0 {
+		t.Errorf("an abandoned guardian answered %q", line)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+		t.Errorf("abandoned guardian: %v, exit status %d", err, ws.ExitStatus())
+	}
+	if _, err := os.Stat(dir.MonitorDir(id)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the abandoned guardian left its directory: %v", err)
+	}
+}
+
+// TestGuardianWaitsForDurableDirectory: once the slot is durable the
+// guardian spawns the child, but it writes no record before it is told
+// that the monitor's directory is durable; when the launcher closes the
+// pipe instead, the child is killed and nothing is left, guardian, child
+// or directory.
+func TestGuardianWaitsForDurableDirectory(t *testing.T) {
+	dir, id, pg := launchByHand(t)
+	if _, err := pg.specW.Write([]byte{slotDurable}); err != nil {
+		t.Fatal(err)
+	}
+	child := awaitOneChild(t, pg)
+	time.Sleep(50 * time.Millisecond) // time enough to write it, were it allowed
 	if _, err := os.Stat(filepath.Join(dir.MonitorDir(id), state.RecordName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a record was written before the directory was durable: %v", err)
 	}
@@ -128,7 +165,10 @@ func TestHandoffAfterDurableDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Abandon()
-	m, err := pg.Handoff(testSpec(dir, id))
+	if err := pg.Send(testSpec(dir, id)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pg.Handoff()
 	if err != nil {
 		t.Fatal(err)
 	}

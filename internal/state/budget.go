@@ -103,7 +103,12 @@ func budgetPath(dir string) string { return filepath.Join(dir, budgetName) }
 // TakeOrdinal durably takes the run's next command ordinal, or fails with
 // command_budget_exhausted past limit (nil: no limit). The flock makes
 // concurrent starts from many processes take distinct ordinals.
-func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
+//
+// whileSyncing, unless nil, is called with the ordinal once it is taken
+// and before it is durable, under the run's lock: what it sends ahead
+// must not act on the ordinal until TakeOrdinal has returned it. Its
+// error is TakeOrdinal's; the ordinal is then used up all the same.
+func (d *Dir) TakeOrdinal(id string, limit *int64, whileSyncing func(ordinal int64) error) (int64, error) {
 	var ordinal int64
 	dir := d.runDir(id)
 	err := withLock(dir, func() error {
@@ -130,6 +135,11 @@ func (d *Dir) TakeOrdinal(id string, limit *int64) (int64, error) {
 		}
 		if _, err := f.WriteAt(slot, next); err != nil {
 			return fmt.Errorf("write budget of run %s: %w", id, err)
+		}
+		if whileSyncing != nil {
+			if err := whileSyncing(b.Used); err != nil {
+				return err
+			}
 		}
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return fmt.Errorf("fdatasync budget of run %s: %w", id, err)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,7 +52,7 @@ func TestBudgetWritesAlternateSlots(t *testing.T) {
 	}
 	want := [][2]int64{{0, 1}, {2, 1}, {2, 3}, {4, 3}}
 	for i, w := range want {
-		n, err := d.TakeOrdinal(DefaultRun, nil)
+		n, err := d.TakeOrdinal(DefaultRun, nil, nil)
 		if err != nil || n != int64(i+1) {
 			t.Fatalf("take %d: got %d, %v", i+1, n, err)
 		}
@@ -68,7 +69,7 @@ func TestBudgetWritesAlternateSlots(t *testing.T) {
 func TestBudgetTornSlotFallsBackToTheOther(t *testing.T) {
 	d, path := newTestRun(t)
 	for range 3 {
-		if _, err := d.TakeOrdinal(DefaultRun, nil); err != nil {
+		if _, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +90,7 @@ func TestBudgetTornSlotFallsBackToTheOther(t *testing.T) {
 	}
 	// Ordinal 4 was never handed out, so it is the next one, written over
 	// the torn slot.
-	if n, err := d.TakeOrdinal(DefaultRun, nil); err != nil || n != 4 {
+	if n, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil || n != 4 {
 		t.Fatalf("take after a torn write: %d, %v; want 4", n, err)
 	}
 	if got := slotCounts(t, path); got != [2]int64{4, 3} {
@@ -113,7 +114,7 @@ func TestBudgetDamagedIsNeverTrusted(t *testing.T) {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(path)
-			if n, err := d.TakeOrdinal(DefaultRun, nil); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+			if n, err := d.TakeOrdinal(DefaultRun, nil, nil); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
 				t.Fatalf("take: %d, %v; want state_corrupt", n, err)
 			}
 			if _, err := d.BudgetUsed(DefaultRun); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
@@ -130,12 +131,12 @@ func TestBudgetLimitWritesNothing(t *testing.T) {
 	d, path := newTestRun(t)
 	limit := int64(2)
 	for want := int64(1); want <= limit; want++ {
-		if n, err := d.TakeOrdinal(DefaultRun, &limit); err != nil || n != want {
+		if n, err := d.TakeOrdinal(DefaultRun, &limit, nil); err != nil || n != want {
 			t.Fatalf("take: %d, %v; want %d", n, err, want)
 		}
 	}
 	before, _ := os.ReadFile(path)
-	if _, err := d.TakeOrdinal(DefaultRun, &limit); !protocol.HasCode(err, protocol.CodeCommandBudgetExhausted) {
+	if _, err := d.TakeOrdinal(DefaultRun, &limit, nil); !protocol.HasCode(err, protocol.CodeCommandBudgetExhausted) {
 		t.Fatalf("past the limit: %v", err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
@@ -158,10 +159,10 @@ func TestLegacyBudgetIsMigrated(t *testing.T) {
 		t.Fatalf("used before migration: %d, %v; want 5", used, err)
 	}
 	limit := int64(6)
-	if n, err := d.TakeOrdinal(DefaultRun, &limit); err != nil || n != 6 {
+	if n, err := d.TakeOrdinal(DefaultRun, &limit, nil); err != nil || n != 6 {
 		t.Fatalf("first take after the upgrade: %d, %v; want 6", n, err)
 	}
-	if _, err := d.TakeOrdinal(DefaultRun, &limit); !protocol.HasCode(err, protocol.CodeCommandBudgetExhausted) {
+	if _, err := d.TakeOrdinal(DefaultRun, &limit, nil); !protocol.HasCode(err, protocol.CodeCommandBudgetExhausted) {
 		t.Fatalf("past the limit after migration: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, legacyBudgetName)); !os.IsNotExist(err) {
@@ -169,5 +170,29 @@ func TestLegacyBudgetIsMigrated(t *testing.T) {
 	}
 	if got := slotCounts(t, path); got != [2]int64{5, 6} {
 		t.Fatalf("migrated slots %v, want [5 6]", got)
+	}
+}
+
+// whileSyncing sees the ordinal that is returned, already written; an
+// error from it is TakeOrdinal's, and the ordinal is used up all the same.
+func TestTakeOrdinalWhileSyncing(t *testing.T) {
+	d, path := newTestRun(t)
+	var seen int64
+	n, err := d.TakeOrdinal(DefaultRun, nil, func(ordinal int64) error {
+		seen = ordinal
+		if got := slotCounts(t, path); got[1] != ordinal {
+			t.Errorf("ordinal %d not yet written when whileSyncing runs: slots %v", ordinal, got)
+		}
+		return nil
+	})
+	if err != nil || n != 1 || seen != 1 {
+		t.Fatalf("take: %d, %v; whileSyncing saw %d", n, err, seen)
+	}
+	refused := errors.New("the launcher could not send the spec")
+	if _, err := d.TakeOrdinal(DefaultRun, nil, func(int64) error { return refused }); err != refused {
+		t.Fatalf("whileSyncing's error: got %v", err)
+	}
+	if n, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil || n != 3 {
+		t.Fatalf("take after a failed one: %d, %v; want 3", n, err)
 	}
 }

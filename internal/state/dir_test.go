@@ -177,6 +177,9 @@ func TestFirstRecordOfAnySize(t *testing.T) {
 		if err := d.CreateMonitorDir(id); err != nil {
 			t.Fatal(err)
 		}
+		if err := d.SyncMonitorDir(id); err != nil {
+			t.Fatal(err)
+		}
 		arg := strings.Repeat("a", argLen)
 		f, err := d.OpenFirstRecord(id)
 		if err != nil {
@@ -199,8 +202,8 @@ func TestFirstRecordOfAnySize(t *testing.T) {
 		if argLen >= firstRecordSize && fi.Size() <= firstRecordSize {
 			t.Errorf("large first record is %d bytes: cut to the temp file's size", fi.Size())
 		}
-		if entries, _ := os.ReadDir(d.MonitorDir(id)); len(entries) != 2 { // lock, record.json
-			t.Errorf("directory holds %d entries after the first record, want lock and record.json", len(entries))
+		if entries, _ := os.ReadDir(d.MonitorDir(id)); len(entries) != 1 || entries[0].Name() != RecordName {
+			t.Errorf("directory holds %v after the first record, want only %s: the temp file is renamed", entries, RecordName)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -20,15 +19,6 @@ const lockName = "lock"
 // one read and one write, so only a holder that was stopped (SIGSTOP) or
 // is wedged keeps it longer; a command then fails instead of hanging.
 const lockPatience = 10 * time.Second
-
-// createLockFile creates the lock file of a new directory.
-func createLockFile(dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("create lock file: %w", err)
-	}
-	return f.Close()
-}
 
 // withLock runs fn while holding the exclusive flock of dir.
 func withLock(dir string, fn func() error) error {

@@ -136,9 +136,10 @@ const (
 	GuardianLogName = "guardian.log"
 )
 
-// CreateMonitorDir makes a new monitor's private directory with its lock
-// file and the first record's temp file, so the first record's write
-// creates nothing. SyncMonitorDir makes them durable.
+// CreateMonitorDir makes a new monitor's private directory with the first
+// record's temp file, so the first record's write creates nothing.
+// SyncMonitorDir makes them durable. The guardian creates the rest (its
+// logs and socket), and the lock file comes with the first lock taken.
 func (d *Dir) CreateMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
@@ -146,9 +147,6 @@ func (d *Dir) CreateMonitorDir(id string) error {
 	mdir := d.MonitorDir(id)
 	if err := os.Mkdir(mdir, 0o700); err != nil {
 		return fmt.Errorf("create monitor directory: %w", err)
-	}
-	if err := createLockFile(mdir); err != nil {
-		return err
 	}
 	f, err := os.OpenFile(filepath.Join(mdir, firstRecordTemp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
