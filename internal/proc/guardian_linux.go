@@ -90,18 +90,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		fmt.Fprintf(os.Stderr, "procmon: %s is started by procmon start, never by hand\n", GuardianArg)
 		return 2
 	}
-	// Each signal.Notify is a round trip to the runtime's signal thread, so
-	// they are made while the spec is read and the child spawned. SIGPIPE
-	// is caught before anything is written to the caller's pipes: a caller
-	// that died must not take the guardian with it.
 	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
-	notified := make(chan struct{})
-	go func() {
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-		signal.Notify(sigchld, syscall.SIGCHLD)
-		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-		close(notified)
-	}()
 	in := bufio.NewReader(stdin)
 	var spec Spec
 	if readErr := readSpec(in, &spec); readErr != nil {
@@ -113,7 +102,6 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		if readErr == io.EOF {
 			return 0
 		}
-		<-notified
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + readErr.Error()}})
 		return 1
 	}
@@ -127,7 +115,6 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	if err == errAbandoned {
 		return 0
 	}
-	<-notified
 	if err != nil {
 		e := protocol.AsError(err)
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
@@ -139,6 +126,13 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	redirectToDevNull(1)
 	unix.Dup3(int(g.guardianLog.Fd()), 2, 0)
 	g.guardianLog.Close()
+	// Each signal.Notify is a round trip to a thread the first one starts,
+	// which the start need not wait for. Until here the guardian's own
+	// SIGTERM, SIGINT or SIGHUP end it before it has custody, as the
+	// caller's death would not; a SIGCHLD missed until here is made up for
+	// by settle's reaping.
+	signal.Notify(sigchld, syscall.SIGCHLD)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	g.keepCustody()
 	return 0
 }
@@ -165,8 +159,21 @@ func (g *guardian) settle() {
 	g.reapOrphans()
 }
 
+// writeHandoff writes h to the launcher's pipe with write(2) itself: an
+// os.File write to descriptor 1 that meets a closed pipe raises SIGPIPE,
+// and a caller that died must not take the guardian with it.
 func writeHandoff(w *os.File, h handoff) {
-	w.Write(appendHandoff(nil, h))
+	fd := int(w.Fd())
+	for data := appendHandoff(nil, h); len(data) > 0; {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		data = data[n:]
+	}
 }
 
 // appendHandoff appends h as one line of JSON. The running handoff is
@@ -219,11 +226,12 @@ func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*
 	return g, nil
 }
 
-// open opens the first record's temp file the launcher made, creates the
-// output log and the guardian's own, and listens on the control socket
-// in the monitor's directory; it returns once the launcher has said, on
-// in, that the directory is durable. It reads in only once slotRead is
-// closed: after start has read the byte before it, or given up.
+// open listens on the control socket in the monitor's directory and
+// opens the first record's temp file; once the launcher has said, on in,
+// that the directory is durable, it opens the output log and the
+// guardian's own, which the launcher makes meanwhile. It reads in only
+// once slotRead is closed: after start has read the byte before it, or
+// given up.
 func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	dir, err := state.Open(g.stateDir)
 	if err != nil {
@@ -231,18 +239,10 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	}
 	g.dir, g.mdir = dir, dir.MonitorDir(g.monitorID)
 	g.bootID = state.BootID()
-	if err := g.out.openLog(g.mdir); err != nil {
+	if g.ctl, err = g.listen(); err != nil {
 		return err
 	}
 	if g.firstRecord, err = dir.OpenFirstRecord(g.monitorID); err != nil {
-		return err
-	}
-	// The guardian's stderr from the handoff on: what it has to say about
-	// custody (and a panic's trace) stays with the monitor.
-	if g.guardianLog, err = os.OpenFile(filepath.Join(g.mdir, state.GuardianLogName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-		return fmt.Errorf("open %s: %w", state.GuardianLogName, err)
-	}
-	if g.ctl, err = g.listen(); err != nil {
 		return err
 	}
 	<-slotRead
@@ -251,6 +251,14 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	}
 	// The spec pipe is done with.
 	redirectToDevNull(0)
+	if err := g.out.openLog(g.mdir); err != nil {
+		return err
+	}
+	// The guardian's stderr from the handoff on: what it has to say about
+	// custody (and a panic's trace) stays with the monitor.
+	if g.guardianLog, err = os.OpenFile(filepath.Join(g.mdir, state.GuardianLogName), os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0); err != nil {
+		return fmt.Errorf("open %s: %w", state.GuardianLogName, err)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -37,7 +38,7 @@ type PendingGuardian struct {
 	handR      *os.File
 	created    chan struct{} // closed once the directory and its files exist
 	createdErr error         // why they do not; read after created is closed
-	made       chan struct{} // closed once they are durable, or cannot be
+	made       chan struct{} // closed once the logs are made too and all is durable, or cannot be
 	madeErr    error         // why not; read after made is closed
 	sent       bool          // Send has written the spec
 	done       bool
@@ -79,9 +80,11 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 	// skips the pidfd self-test os runs before its first spawn.
 	pid, err := syscall.ForkExec(exe, []string{"procmon", GuardianArg, dir.Path, monitorID}, &syscall.ProcAttr{
 		Dir: "/",
-		// Two Ps let the guardian open the monitor's files while it spawns
-		// the child; it drops to one after the handoff.
-		Env: []string{"GOMAXPROCS=2"},
+		// Three Ps until the guardian settles (then one): its main thread
+		// keeps its P while it waits for the launcher's bytes and through
+		// the child's vfork, and the monitor's files are opened and the
+		// redactor compiled on the other two meanwhile.
+		Env: []string{"GOMAXPROCS=3"},
 		// Until the handoff the guardian's stderr is the caller's, so
 		// whatever stops a start is shown where the caller looks.
 		Files: []uintptr{specR.Fd(), handW.Fd(), os.Stderr.Fd()},
@@ -102,7 +105,9 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 			pg.madeErr = pg.createdErr
 			return
 		}
-		pg.madeErr = dir.SyncMonitorDir(monitorID)
+		if pg.madeErr = makeLogs(dir, monitorID); pg.madeErr == nil {
+			pg.madeErr = dir.SyncMonitorDir(monitorID)
+		}
 	}()
 	return pg, nil
 }
@@ -131,11 +136,24 @@ func closeStraysOnExec() {
 }
 
 // makeMonitorDir makes the monitor's directory and the first record's
-// temp file: all the guardian needs from the launcher (see
-// state.CreateMonitorDir). A directory without a record is a start in
-// progress, which readers pass over.
+// temp file (see state.CreateMonitorDir), which is all the guardian needs
+// before the spec. A directory without a record is a start in progress,
+// which readers pass over.
 func makeMonitorDir(dir *state.Dir, monitorID string) error {
 	return dir.CreateMonitorDir(monitorID)
+}
+
+// makeLogs makes the monitor's empty output log and the guardian's own
+// log, which the guardian opens once it is told the directory is durable.
+func makeLogs(dir *state.Dir, monitorID string) error {
+	for _, name := range []string{state.LogName, state.GuardianLogName} {
+		f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // handoffShape has every object a running handoff holds, so that decoding

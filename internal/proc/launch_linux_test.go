@@ -186,3 +186,39 @@ func TestHandoffAfterDurableDirectory(t *testing.T) {
 		t.Fatalf("record after SIGTERM: %+v (%v)", final, err)
 	}
 }
+
+// TestGuardianOutlivesItsLauncher: a launcher that dies before the
+// handoff (its end of the handoff pipe closed) takes nothing with it: the
+// guardian writes into the closed pipe, keeps custody, and answers a
+// SIGTERM with a drained, verified receipt.
+func TestGuardianOutlivesItsLauncher(t *testing.T) {
+	dir, id, pg := launchByHand(t)
+	pg.handR.Close()
+	if _, err := pg.specW.Write([]byte{slotDurable, dirDurable}); err != nil {
+		t.Fatal(err)
+	}
+	pg.specW.Close()
+	var m *state.Monitor
+	for deadline := time.Now().Add(patience); m == nil; time.Sleep(5 * time.Millisecond) {
+		m, _ = dir.LoadMonitor(id)
+		if time.Now().After(deadline) {
+			t.Fatalf("no record %v after the launcher left", patience)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // past the handoff's write into the closed pipe
+	var ws unix.WaitStatus
+	if pid, err := unix.Wait4(pg.pid, &ws, unix.WNOHANG, nil); pid != 0 || err != nil {
+		t.Fatalf("the guardian died with its launcher: %v, status %v", err, ws)
+	}
+	unix.Kill(pg.pid, unix.SIGTERM)
+	if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != nil || !ws.Exited() {
+		t.Fatalf("guardian: %v, status %v", err, ws)
+	}
+	final, err := dir.LoadMonitor(id)
+	if err != nil || final.Receipt == nil || !final.Receipt.GroupEmptyVerified || final.Receipt.Reason != "guardian_SIGTERM" {
+		t.Fatalf("record after SIGTERM: %+v (%v)", final.Receipt, err)
+	}
+	if err := unix.Kill(m.PID, 0); err != unix.ESRCH {
+		t.Errorf("child %d is still there after its guardian drained: %v", m.PID, err)
+	}
+}

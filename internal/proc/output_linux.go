@@ -83,7 +83,7 @@ func newOutputCopier() (*outputCopier, error) {
 
 // openLog opens the monitor's output log, made empty by the launcher.
 func (o *outputCopier) openLog(mdir string) error {
-	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("open output log: %w", err)
 	}
