@@ -2,7 +2,6 @@ package proc
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -90,7 +89,19 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		fmt.Fprintf(os.Stderr, "procmon: %s is started by procmon start, never by hand\n", GuardianArg)
 		return 2
 	}
+	// Each signal.Notify is a round trip to the runtime's signal thread, so
+	// they are made while the spec is read and the child spawned, and
+	// waited for before the handoff: from then on a SIGTERM drains. SIGPIPE
+	// is caught before anything is written to the caller's pipes: a caller
+	// that died must not take the guardian with it.
 	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
+	notified := make(chan struct{})
+	go func() {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		signal.Notify(sigchld, syscall.SIGCHLD)
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		close(notified)
+	}()
 	in := bufio.NewReader(stdin)
 	var spec Spec
 	if readErr := readSpec(in, &spec); readErr != nil {
@@ -102,6 +113,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		if readErr == io.EOF {
 			return 0
 		}
+		<-notified
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + readErr.Error()}})
 		return 1
 	}
@@ -115,6 +127,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	if err == errAbandoned {
 		return 0
 	}
+	<-notified
 	if err != nil {
 		e := protocol.AsError(err)
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
@@ -126,13 +139,6 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	redirectToDevNull(1)
 	unix.Dup3(int(g.guardianLog.Fd()), 2, 0)
 	g.guardianLog.Close()
-	// Each signal.Notify is a round trip to a thread the first one starts,
-	// which the start need not wait for. Until here the guardian's own
-	// SIGTERM, SIGINT or SIGHUP end it before it has custody, as the
-	// caller's death would not; a SIGCHLD missed until here is made up for
-	// by settle's reaping.
-	signal.Notify(sigchld, syscall.SIGCHLD)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	g.keepCustody()
 	return 0
 }
@@ -160,8 +166,9 @@ func (g *guardian) settle() {
 }
 
 // writeHandoff writes h to the launcher's pipe with write(2) itself: an
-// os.File write to descriptor 1 that meets a closed pipe raises SIGPIPE,
-// and a caller that died must not take the guardian with it.
+// os.File write to descriptor 1 that meets a closed pipe raises SIGPIPE
+// unless it is caught, and a caller that died must not take the guardian
+// with it.
 func writeHandoff(w *os.File, h handoff) {
 	fd := int(w.Fd())
 	for data := appendHandoff(nil, h); len(data) > 0; {
@@ -174,20 +181,6 @@ func writeHandoff(w *os.File, h handoff) {
 		}
 		data = data[n:]
 	}
-}
-
-// appendHandoff appends h as one line of JSON. The running handoff is
-// encoded by hand (see state.AppendMonitorJSON): it is on the way to the
-// caller's answer.
-func appendHandoff(b []byte, h handoff) []byte {
-	if h.Monitor != nil && h.Error == nil {
-		b = append(b, `{"monitor":`...)
-		b = state.AppendMonitorJSON(b, h.Monitor)
-		return append(b, "}\n"...)
-	}
-	data, _ := json.Marshal(h)
-	b = append(b, data...)
-	return append(b, '\n')
 }
 
 func redirectToDevNull(fd int) {

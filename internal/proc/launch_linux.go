@@ -2,10 +2,8 @@ package proc
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,10 +154,6 @@ func makeLogs(dir *state.Dir, monitorID string) error {
 	return nil
 }
 
-// handoffShape has every object a running handoff holds, so that decoding
-// it builds the decoders a real handoff needs.
-var handoffShape = []byte(`{"monitor":{"monitor_id":"","argv":[""]}}`)
-
 // wait reaps the guardian once it has exited.
 func (pg *PendingGuardian) wait() {
 	var ws unix.WaitStatus
@@ -215,24 +209,16 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	pg.done = true
 	defer pg.handR.Close()
 	_, tellErr := pg.specW.Write([]byte{slotDurable})
-	// The guardian takes milliseconds to answer: build the decoder of its
-	// answer meanwhile, rather than after it.
-	json.Unmarshal(handoffShape, &handoff{})
 	if <-pg.made; pg.madeErr == nil && tellErr == nil {
 		_, tellErr = pg.specW.Write([]byte{dirDurable})
 	}
 	pg.specW.Close()
-	// One line, read as soon as it is written: the guardian lets go of the
-	// pipe only after it.
-	line, err := bufio.NewReader(io.LimitReader(pg.handR, 1<<20)).ReadBytes('\n')
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read guardian handoff: %w", err)
-	}
-	var h handoff
-	if len(line) > 0 {
-		if err := json.Unmarshal(line, &h); err != nil {
-			h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "decode guardian handoff: " + err.Error()}
-		}
+	// Read as soon as it is written (the guardian lets go of the pipe only
+	// after it), by a blocking read: the kernel wakes this thread itself.
+	pg.handR.Fd()
+	h, err := readHandoff(bufio.NewReader(pg.handR))
+	if err != nil {
+		h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "read guardian handoff: " + err.Error()}
 	}
 	if h.Monitor == nil {
 		// No running handoff: the guardian is exiting. Wait for it, so a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,50 +46,30 @@ const maxSpecBytes = 16 << 20
 // MarshalBinary encodes the spec: the magic line, the length of the body,
 // the body.
 func (s *Spec) MarshalBinary() ([]byte, error) {
-	var b []byte
-	putString := func(v string) {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
+	var w binWriter
+	w.str(s.StateDir)
+	w.str(s.MonitorID)
+	w.str(s.RunID)
+	w.str(s.Name)
+	w.strs(s.Argv)
+	w.str(s.Cwd)
+	w.strs(s.Env)
+	w.strs(s.Secrets)
+	w.varint(s.CommandOrdinal)
+	w.varint(s.AdmittedAtMs)
+	w.optional(s.WorkDeadlineMs)
+	w.optional(s.MaxOutputBytes)
+	w.varint(s.OwnerGraceMs)
+	w.flag(s.Owner != nil)
+	if s.Owner != nil {
+		w.varint(int64(s.Owner.PID))
+		w.uvarint(s.Owner.StartTicks)
 	}
-	putStrings := func(vs []string) {
-		b = binary.AppendUvarint(b, uint64(len(vs)))
-		for _, v := range vs {
-			putString(v)
-		}
+	if len(w.b) > maxSpecBytes {
+		return nil, fmt.Errorf("spec of %d bytes is over the %d-byte limit", len(w.b), maxSpecBytes)
 	}
-	putOptional := func(v *int64) {
-		if v == nil {
-			b = append(b, 0)
-			return
-		}
-		b = append(b, 1)
-		b = binary.AppendVarint(b, *v)
-	}
-	putString(s.StateDir)
-	putString(s.MonitorID)
-	putString(s.RunID)
-	putString(s.Name)
-	putStrings(s.Argv)
-	putString(s.Cwd)
-	putStrings(s.Env)
-	putStrings(s.Secrets)
-	b = binary.AppendVarint(b, s.CommandOrdinal)
-	b = binary.AppendVarint(b, s.AdmittedAtMs)
-	putOptional(s.WorkDeadlineMs)
-	putOptional(s.MaxOutputBytes)
-	b = binary.AppendVarint(b, s.OwnerGraceMs)
-	if s.Owner == nil {
-		b = append(b, 0)
-	} else {
-		b = append(b, 1)
-		b = binary.AppendVarint(b, int64(s.Owner.PID))
-		b = binary.AppendUvarint(b, s.Owner.StartTicks)
-	}
-	if len(b) > maxSpecBytes {
-		return nil, fmt.Errorf("spec of %d bytes is over the %d-byte limit", len(b), maxSpecBytes)
-	}
-	head := binary.AppendUvarint([]byte(specMagic), uint64(len(b)))
-	return append(head, b...), nil
+	head := binary.AppendUvarint([]byte(specMagic), uint64(len(w.b)))
+	return append(head, w.b...), nil
 }
 
 // readSpec reads one spec from r, no more: the guardian need not wait for
@@ -105,19 +86,19 @@ func readSpec(r io.Reader, s *Spec) error {
 	}
 	n, err := binary.ReadUvarint(br)
 	if err != nil {
-		return errSpecTruncated
+		return errTruncated
 	}
 	if n > maxSpecBytes {
 		return fmt.Errorf("spec of %d bytes is over the %d-byte limit", n, maxSpecBytes)
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(br, body); err != nil {
-		return errSpecTruncated
+		return errTruncated
 	}
 	return s.decodeBody(body)
 }
 
-var errSpecTruncated = errors.New("spec is truncated")
+var errTruncated = errors.New("truncated")
 
 // UnmarshalBinary decodes a spec written by MarshalBinary; anything short,
 // long or malformed is an error.
@@ -136,92 +117,149 @@ func (s *Spec) UnmarshalBinary(data []byte) error {
 // decodeBody decodes the fields of a spec; anything short, long or
 // malformed is an error.
 func (s *Spec) decodeBody(d []byte) error {
-	var err error
-	uvarint := func() uint64 {
-		v, n := binary.Uvarint(d)
-		if n <= 0 {
-			err = errSpecTruncated
-			d = nil
-			return 0
-		}
-		d = d[n:]
-		return v
-	}
-	varint := func() int64 { // zigzag, as binary.AppendVarint writes it
-		u := uvarint()
-		v := int64(u >> 1)
-		if u&1 != 0 {
-			v = ^v
-		}
-		return v
-	}
-	flag := func() bool {
-		if len(d) == 0 {
-			err = errSpecTruncated
-			return false
-		}
-		f := d[0]
-		d = d[1:]
-		if f > 1 {
-			err = fmt.Errorf("spec has a flag byte %d", f)
-		}
-		return f == 1
-	}
-	str := func() string {
-		n := uvarint()
-		if n > uint64(len(d)) {
-			err = errSpecTruncated
-			d = nil
-			return ""
-		}
-		v := string(d[:n])
-		d = d[n:]
-		return v
-	}
-	strs := func() []string {
-		n := uvarint()
-		if n > uint64(len(d)) { // every string takes at least one byte
-			err = errSpecTruncated
-			d = nil
-			return nil
-		}
-		var vs []string
-		for range n {
-			vs = append(vs, str())
-		}
-		return vs
-	}
-	optional := func() *int64 {
-		if !flag() {
-			return nil
-		}
-		v := varint()
-		return &v
-	}
+	r := binReader{d: d}
 	*s = Spec{
-		StateDir:       str(),
-		MonitorID:      str(),
-		RunID:          str(),
-		Name:           str(),
-		Argv:           strs(),
-		Cwd:            str(),
-		Env:            strs(),
-		Secrets:        strs(),
-		CommandOrdinal: varint(),
-		AdmittedAtMs:   varint(),
-		WorkDeadlineMs: optional(),
-		MaxOutputBytes: optional(),
-		OwnerGraceMs:   varint(),
+		StateDir:       r.str(),
+		MonitorID:      r.str(),
+		RunID:          r.str(),
+		Name:           r.str(),
+		Argv:           r.strs(),
+		Cwd:            r.str(),
+		Env:            r.strs(),
+		Secrets:        r.strs(),
+		CommandOrdinal: r.varint(),
+		AdmittedAtMs:   r.varint(),
+		WorkDeadlineMs: r.optional(),
+		MaxOutputBytes: r.optional(),
+		OwnerGraceMs:   r.varint(),
 	}
-	if flag() {
-		pid := varint()
-		s.Owner = &state.Owner{PID: int(pid), StartTicks: uvarint()}
+	if r.flag() {
+		pid := r.varint()
+		s.Owner = &state.Owner{PID: int(pid), StartTicks: r.uvarint()}
 	}
-	if err != nil {
-		return err
+	return r.end("spec")
+}
+
+// binWriter appends the fields of the binary forms that cross the pipes
+// between a launcher and its guardian: uvarint lengths and counts, zigzag
+// varints, flag bytes.
+type binWriter struct{ b []byte }
+
+func (w *binWriter) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *binWriter) varint(v int64)   { w.b = binary.AppendVarint(w.b, v) }
+
+func (w *binWriter) flag(v bool) {
+	if v {
+		w.b = append(w.b, 1)
+	} else {
+		w.b = append(w.b, 0)
 	}
-	if len(d) != 0 {
-		return fmt.Errorf("spec has %d bytes of trailing data", len(d))
+}
+
+func (w *binWriter) str(v string) {
+	w.uvarint(uint64(len(v)))
+	w.b = append(w.b, v...)
+}
+
+func (w *binWriter) strs(vs []string) {
+	w.uvarint(uint64(len(vs)))
+	for _, v := range vs {
+		w.str(v)
+	}
+}
+
+func (w *binWriter) optional(v *int64) {
+	w.flag(v != nil)
+	if v != nil {
+		w.varint(*v)
+	}
+}
+
+// binReader reads what binWriter wrote. The first problem sticks: every
+// later read returns a zero value, and end reports it.
+type binReader struct {
+	d   []byte
+	err error
+}
+
+func (r *binReader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.d = nil
+}
+
+func (r *binReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.d)
+	if n <= 0 {
+		r.fail(errTruncated)
+		return 0
+	}
+	r.d = r.d[n:]
+	return v
+}
+
+func (r *binReader) varint() int64 { // zigzag, as binary.AppendVarint writes it
+	u := r.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v
+}
+
+func (r *binReader) flag() bool {
+	if len(r.d) == 0 {
+		r.fail(errTruncated)
+		return false
+	}
+	f := r.d[0]
+	r.d = r.d[1:]
+	if f > 1 {
+		r.fail(fmt.Errorf("flag byte %d", f))
+	}
+	return f == 1
+}
+
+func (r *binReader) str() string {
+	n := r.uvarint()
+	if n > uint64(len(r.d)) {
+		r.fail(errTruncated)
+		return ""
+	}
+	v := string(r.d[:n])
+	r.d = r.d[n:]
+	return v
+}
+
+func (r *binReader) strs() []string {
+	n := r.uvarint()
+	if n > uint64(len(r.d)) { // every string takes at least one byte
+		r.fail(errTruncated)
+		return nil
+	}
+	var vs []string
+	for range n {
+		vs = append(vs, r.str())
+	}
+	return vs
+}
+
+func (r *binReader) optional() *int64 {
+	if !r.flag() {
+		return nil
+	}
+	v := r.varint()
+	return &v
+}
+
+// end is the first problem met, or an error if bytes are left over.
+func (r *binReader) end(what string) error {
+	if r.err != nil {
+		return fmt.Errorf("%s: %w", what, r.err)
+	}
+	if len(r.d) != 0 {
+		return fmt.Errorf("%s has %d bytes of trailing data", what, len(r.d))
 	}
 	return nil
 }
@@ -231,6 +269,86 @@ func (s *Spec) decodeBody(d []byte) error {
 type handoff struct {
 	Monitor *state.Monitor      `json:"monitor,omitempty"`
 	Error   *protocol.ErrorBody `json:"error,omitempty"`
+}
+
+// A running handoff crosses the pipe in binary too, so that the launcher,
+// a fresh process, spends no time building JSON decoders on the way to
+// its answer: runningMark, the length of the body, then the record's
+// fields that the answer holds. An error handoff is a line of JSON (it
+// starts with '{').
+const runningMark = 'R'
+
+// appendHandoff appends h as the guardian writes it.
+func appendHandoff(b []byte, h handoff) []byte {
+	if m := h.Monitor; m != nil && h.Error == nil {
+		var w binWriter
+		w.str(m.MonitorID)
+		w.str(m.RunID)
+		w.str(m.Name)
+		w.strs(m.Argv)
+		w.varint(m.CommandOrdinal)
+		w.varint(int64(m.PID))
+		w.varint(int64(m.PGID))
+		w.varint(m.StartedAtMs)
+		w.varint(m.OwnershipExpiresAtMs)
+		w.optional(m.WorkDeadlineMs)
+		b = append(b, runningMark)
+		b = binary.AppendUvarint(b, uint64(len(w.b)))
+		return append(b, w.b...)
+	}
+	data, _ := json.Marshal(h)
+	b = append(b, data...)
+	return append(b, '\n')
+}
+
+// readHandoff reads the guardian's one message. A pipe closed without one
+// is no handoff and no error.
+func readHandoff(r *bufio.Reader) (handoff, error) {
+	first, err := r.Peek(1)
+	if err == io.EOF {
+		return handoff{}, nil
+	}
+	if err != nil {
+		return handoff{}, err
+	}
+	if first[0] != runningMark {
+		line, err := r.ReadSlice('\n')
+		if err != nil && err != io.EOF {
+			return handoff{}, fmt.Errorf("handoff: %w", err)
+		}
+		var h handoff
+		if err := json.Unmarshal(line, &h); err != nil {
+			return handoff{}, fmt.Errorf("decode handoff: %w", err)
+		}
+		return h, nil
+	}
+	r.ReadByte()
+	n, err := binary.ReadUvarint(r)
+	if err != nil || n > maxSpecBytes {
+		return handoff{}, errors.New("handoff: truncated")
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return handoff{}, errors.New("handoff: truncated")
+	}
+	br := binReader{d: body}
+	m := &state.Monitor{
+		MonitorID:            br.str(),
+		RunID:                br.str(),
+		Name:                 br.str(),
+		Argv:                 br.strs(),
+		CommandOrdinal:       br.varint(),
+		PID:                  int(br.varint()),
+		PGID:                 int(br.varint()),
+		StartedAtMs:          br.varint(),
+		OwnershipExpiresAtMs: br.varint(),
+		WorkDeadlineMs:       br.optional(),
+		Phase:                state.PhaseRunning,
+	}
+	if err := br.end("handoff"); err != nil {
+		return handoff{}, err
+	}
+	return handoff{Monitor: m}, nil
 }
 
 // DefaultDrainGraceMs is how long a group has between SIGTERM and SIGKILL

@@ -1,8 +1,9 @@
 package proc
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"io"
 	"os"
 	"reflect"
@@ -130,27 +131,36 @@ func TestReadSpecNeedsNoEOF(t *testing.T) {
 	}
 }
 
-// The running handoff is encoded by hand; it must be the line encoding/json
-// would write, which the launcher decodes.
-func TestHandoffMatchesEncodingJSON(t *testing.T) {
-	code := 3
-	sig := "SIGKILL"
-	for _, h := range []handoff{
-		{Monitor: &state.Monitor{MonitorID: "m_1", RunID: "default", Name: "api <v2>", Argv: []string{"sleep", "1000"}, PID: 42, PGID: 42, WorkDeadlineMs: int64p(9)}},
-		{Monitor: &state.Monitor{MonitorID: "m_2", Receipt: &state.Receipt{Status: "exited", ExitCode: &code, Signal: &sig, Escaped: []int{7}}}},
-		{Error: &protocol.ErrorBody{Code: protocol.CodeExecFailed, Message: "cannot execute \"nope\"", Details: map[string]any{"argv0": "nope"}}},
-	} {
-		want, err := json.Marshal(h)
+// A handoff reads back as written: the running record's fields the
+// launcher answers with (in binary), or the error (a line of JSON); a
+// running handoff cut short is an error, and nothing at all is no handoff.
+func TestHandoffRoundTrip(t *testing.T) {
+	running := &state.Monitor{
+		MonitorID: "m_0123456789abcdefghijklmn", RunID: "default", Name: "api ✓ <v2>",
+		Argv: []string{"sleep", "", "1000\n"}, CommandOrdinal: 7, PID: 4242, PGID: 4242,
+		StartedAtMs: 1796041821674, OwnershipExpiresAtMs: 1796041881674, WorkDeadlineMs: int64p(-3),
+		Phase: state.PhaseRunning,
+	}
+	noDeadline := *running
+	noDeadline.WorkDeadlineMs = nil
+	failed := &protocol.ErrorBody{Code: protocol.CodeExecFailed, Message: "cannot execute \"nope\"", Details: map[string]any{"argv0": "nope"}}
+	for _, h := range []handoff{{Monitor: running}, {Monitor: &noDeadline}, {Error: failed}} {
+		data := appendHandoff(nil, h)
+		got, err := readHandoff(bufio.NewReader(bytes.NewReader(data)))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%q: %v", data, err)
 		}
-		got := appendHandoff(nil, h)
-		if string(got) != string(want)+"\n" {
-			t.Errorf("handoff:\n got %s\nwant %s", got, want)
+		if !reflect.DeepEqual(got, h) {
+			t.Errorf("%q read back as %+v, want %+v", data, got, h)
 		}
-		var back handoff
-		if err := json.Unmarshal(got, &back); err != nil || (back.Monitor == nil) != (h.Monitor == nil) {
-			t.Errorf("%s decodes as %+v (%v)", got, back, err)
+	}
+	data := appendHandoff(nil, handoff{Monitor: running})
+	for n := 1; n < len(data); n++ {
+		if got, err := readHandoff(bufio.NewReader(bytes.NewReader(data[:n]))); err == nil {
+			t.Fatalf("a handoff cut to %d of %d bytes read as %+v", n, len(data), got)
 		}
+	}
+	if got, err := readHandoff(bufio.NewReader(bytes.NewReader(nil))); err != nil || got.Monitor != nil || got.Error != nil {
+		t.Fatalf("no handoff: %+v, %v", got, err)
 	}
 }
