@@ -2,7 +2,8 @@ package state
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"procmon/internal/protocol"
 )
 
 // A guardian encodes its record on the way to every start's handoff and at
@@ -16,21 +17,21 @@ import (
 // AppendMonitorJSON appends m encoded as json.Marshal encodes it.
 func AppendMonitorJSON(b []byte, m *Monitor) []byte {
 	b = append(b, `{"monitor_id":`...)
-	b = appendJSONString(b, m.MonitorID)
+	b = protocol.AppendString(b, m.MonitorID, true)
 	b = append(b, `,"run_id":`...)
-	b = appendJSONString(b, m.RunID)
+	b = protocol.AppendString(b, m.RunID, true)
 	if m.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, m.Name)
+		b = protocol.AppendString(b, m.Name, true)
 	}
 	b = append(b, `,"argv":`...)
-	b = appendJSONStrings(b, m.Argv)
+	b = protocol.AppendStrings(b, m.Argv, true)
 	b = append(b, `,"cwd":`...)
-	b = appendJSONString(b, m.Cwd)
+	b = protocol.AppendString(b, m.Cwd, true)
 	b = append(b, `,"command_ordinal":`...)
 	b = strconv.AppendInt(b, m.CommandOrdinal, 10)
 	b = append(b, `,"boot_id":`...)
-	b = appendJSONString(b, m.BootID)
+	b = protocol.AppendString(b, m.BootID, true)
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, int64(m.PID), 10)
 	b = append(b, `,"pgid":`...)
@@ -52,18 +53,18 @@ func AppendMonitorJSON(b []byte, m *Monitor) []byte {
 	b = append(b, `,"owner_grace_ms":`...)
 	b = strconv.AppendInt(b, m.OwnerGraceMs, 10)
 	b = append(b, `,"work_deadline_ms":`...)
-	b = appendJSONOptional(b, m.WorkDeadlineMs)
+	b = protocol.AppendOptionalInt(b, m.WorkDeadlineMs)
 	b = append(b, `,"max_output_bytes":`...)
-	b = appendJSONOptional(b, m.MaxOutputBytes)
+	b = protocol.AppendOptionalInt(b, m.MaxOutputBytes)
 	b = append(b, `,"phase":`...)
-	b = appendJSONString(b, m.Phase)
+	b = protocol.AppendString(b, m.Phase, true)
 	b = append(b, `,"captured_bytes":`...)
 	b = strconv.AppendInt(b, m.CapturedBytes, 10)
 	b = append(b, `,"log_bytes":`...)
 	b = strconv.AppendInt(b, m.LogBytes, 10)
 	if m.LogError != "" {
 		b = append(b, `,"log_error":`...)
-		b = appendJSONString(b, m.LogError)
+		b = protocol.AppendString(b, m.LogError, true)
 	}
 	if m.LogBytesLost != 0 {
 		b = append(b, `,"log_bytes_lost":`...)
@@ -78,9 +79,9 @@ func AppendMonitorJSON(b []byte, m *Monitor) []byte {
 
 func appendReceiptJSON(b []byte, r *Receipt) []byte {
 	b = append(b, `{"status":`...)
-	b = appendJSONString(b, r.Status)
+	b = protocol.AppendString(b, r.Status, true)
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, r.Reason)
+	b = protocol.AppendString(b, r.Reason, true)
 	b = append(b, `,"exit_code":`...)
 	if r.ExitCode == nil {
 		b = append(b, "null"...)
@@ -91,7 +92,7 @@ func appendReceiptJSON(b []byte, r *Receipt) []byte {
 	if r.Signal == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, *r.Signal)
+		b = protocol.AppendString(b, *r.Signal, true)
 	}
 	b = append(b, `,"signals":`...)
 	if r.Signals == nil {
@@ -103,7 +104,7 @@ func appendReceiptJSON(b []byte, r *Receipt) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"signal":`...)
-			b = appendJSONString(b, s.Signal)
+			b = protocol.AppendString(b, s.Signal, true)
 			b = append(b, `,"at_ms":`...)
 			b = strconv.AppendInt(b, s.AtMs, 10)
 			b = append(b, `,"targets":`...)
@@ -117,17 +118,17 @@ func appendReceiptJSON(b []byte, r *Receipt) []byte {
 	b = append(b, `,"output_drained":`...)
 	b = strconv.AppendBool(b, r.OutputDrained)
 	b = append(b, `,"containment":`...)
-	b = appendJSONString(b, r.Containment)
+	b = protocol.AppendString(b, r.Containment, true)
 	if len(r.Escaped) > 0 {
 		b = append(b, `,"escaped":`...)
-		b = appendJSONInts(b, r.Escaped)
+		b = protocol.AppendInts(b, r.Escaped)
 	}
 	if len(r.KillUnconfirmed) > 0 {
 		b = append(b, `,"kill_unconfirmed":`...)
-		b = appendJSONInts(b, r.KillUnconfirmed)
+		b = protocol.AppendInts(b, r.KillUnconfirmed)
 	}
 	b = append(b, `,"custody":`...)
-	b = appendJSONString(b, r.Custody)
+	b = protocol.AppendString(b, r.Custody, true)
 	if r.ExitedAtMs != nil {
 		b = append(b, `,"exited_at_ms":`...)
 		b = strconv.AppendInt(b, *r.ExitedAtMs, 10)
@@ -135,91 +136,4 @@ func appendReceiptJSON(b []byte, r *Receipt) []byte {
 	b = append(b, `,"finished_at_ms":`...)
 	b = strconv.AppendInt(b, r.FinishedAtMs, 10)
 	return append(b, '}')
-}
-
-func appendJSONOptional(b []byte, v *int64) []byte {
-	if v == nil {
-		return append(b, "null"...)
-	}
-	return strconv.AppendInt(b, *v, 10)
-}
-
-func appendJSONStrings(b []byte, vs []string) []byte {
-	if vs == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, v)
-	}
-	return append(b, ']')
-}
-
-func appendJSONInts(b []byte, vs []int) []byte {
-	b = append(b, '[')
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(v), 10)
-	}
-	return append(b, ']')
-}
-
-// appendJSONString appends s quoted with encoding/json's escaping: the
-// short escapes it knows, \u00XX for other control bytes and for the
-// HTML-sensitive '<', '>' and '&', \ufffd for each byte of invalid UTF-8,
-// and \u2028 and \u2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	from := 0 // s[from:i] is still to be copied as it is
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[from:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, `\b`...)
-			case '\f':
-				b = append(b, `\f`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			from = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[from:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[from:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		from = i
-	}
-	b = append(b, s[from:]...)
-	return append(b, '"')
 }

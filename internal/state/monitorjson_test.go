@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"unicode/utf8"
 )
 
 // awkward are strings on every branch of encoding/json's string escaping.
@@ -92,48 +91,6 @@ func TestMonitorJSONMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
-}
-
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	check := func(s string) {
-		t.Helper()
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
-		}
-	}
-	for _, s := range awkward {
-		check(s)
-	}
-	for c := range 256 { // every byte alone, and inside text
-		check(string(rune(c)))
-		check(string([]byte{byte(c)}))
-		check("a" + string([]byte{byte(c)}) + "z")
-	}
-	for _, r := range []rune{0x7ff, 0x800, 0xffff, 0x10000, 0x10ffff, 0xfffd, 0x2027, 0x202a} {
-		check(string(r) + "x")
-	}
-	check(string([]byte{0xed, 0xa0, 0x80})) // a surrogate: invalid UTF-8
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 20000 {
-		check(randomString(r))
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range awkward {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		got := appendJSONString(nil, s)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
-		}
-		if !utf8.Valid(got) {
-			t.Fatalf("%q encodes to invalid UTF-8 %q", s, got)
-		}
-	})
 }
 
 // The envelope is written by hand too; it must be what encoding/json wrote
