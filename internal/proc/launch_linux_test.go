@@ -55,9 +55,9 @@ func children(pid int) []int {
 	return out
 }
 
-// launchByHand starts a guardian whose launcher side the test plays, and
-// sends it a spec for sleep once the monitor's directory is durable.
-func launchByHand(t *testing.T) (*state.Dir, string, *PendingGuardian) {
+// startTestGuardian launches a guardian for a new monitor in a new state
+// directory.
+func startTestGuardian(t *testing.T) (*state.Dir, string, *PendingGuardian) {
 	t.Helper()
 	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
@@ -68,6 +68,14 @@ func launchByHand(t *testing.T) (*state.Dir, string, *PendingGuardian) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, id, pg
+}
+
+// launchByHand starts a guardian whose launcher side the test plays, and
+// sends it a spec for sleep once the monitor's directory is durable.
+func launchByHand(t *testing.T) (*state.Dir, string, *PendingGuardian) {
+	t.Helper()
+	dir, id, pg := startTestGuardian(t)
 	pg.done = true // the test plays Handoff and Abandon
 	t.Cleanup(func() { pg.handR.Close() })
 	if <-pg.made; pg.madeErr != nil {
@@ -155,15 +163,7 @@ func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 // record exists when it returns, and a SIGTERM to the guardian ends
 // custody with nothing left.
 func TestHandoffAfterDurableDirectory(t *testing.T) {
-	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := state.NewID("m_")
-	pg, err := StartGuardian(dir, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, id, pg := startTestGuardian(t)
 	defer pg.Abandon()
 	if err := pg.Send(testSpec(dir, id)); err != nil {
 		t.Fatal(err)
