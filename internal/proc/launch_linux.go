@@ -78,11 +78,11 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 	// skips the pidfd self-test os runs before its first spawn.
 	pid, err := syscall.ForkExec(exe, []string{"procmon", GuardianArg, dir.Path, monitorID}, &syscall.ProcAttr{
 		Dir: "/",
-		// Three Ps until the guardian settles (then one): its main thread
-		// keeps its P while it waits for the launcher's bytes and through
-		// the child's vfork, and the monitor's files are opened and the
-		// redactor compiled on the other two meanwhile.
-		Env: []string{"GOMAXPROCS=3"},
+		// Two Ps until the guardian settles (then one), so that the
+		// monitor's files are opened and the redactor compiled while the
+		// child is spawned. (Three measured no faster, and every thread a
+		// guardian starts stays with it for its life.)
+		Env: []string{"GOMAXPROCS=2"},
 		// Until the handoff the guardian's stderr is the caller's, so
 		// whatever stops a start is shown where the caller looks.
 		Files: []uintptr{specR.Fd(), handW.Fd(), os.Stderr.Fd()},
