@@ -268,6 +268,7 @@ func leftovers(dir string, waitForExit bool) []string {
 	d := &state.Dir{Path: dir}
 	ids, _ := d.MonitorIDs()
 	var problems []string
+	recorded := map[int]bool{}
 	for _, id := range ids {
 		m, err := d.LoadMonitor(id)
 		if protocol.HasCode(err, protocol.CodeUnknownMonitor) {
@@ -288,16 +289,48 @@ func leftovers(dir string, waitForExit bool) []string {
 			}
 			problems = append(problems, fmt.Sprintf("%s: %s pid %d still running", id, what, pid))
 		}
+		recorded[m.GuardianPID] = true
 		check("guardian", m.GuardianPID, m.GuardianStartTicks)
 		check("child", m.PID, m.ChildStartTicks)
 		for _, p := range proc.GroupMembers(m.PGID, m.ChildStartTicks) {
 			check(fmt.Sprintf("group %d member", m.PGID), p.PID, p.StartTicks)
 		}
 	}
+	// A guardian of a start that never recorded its monitor is found by
+	// its command line.
+	for _, pid := range guardiansOf(dir) {
+		if ticks, err := proc.StartTicks(pid); err == nil && !recorded[pid] && !(waitForExit && awaitGone(pid, ticks)) {
+			problems = append(problems, fmt.Sprintf("guardian pid %d of no recorded monitor still running", pid))
+		}
+	}
 	return problems
 }
 
+// guardiansOf lists the live guardians started for the state directory
+// dir, found by their command line (procmon __guardian STATE_DIR
+// MONITOR_ID); a test's state directory is its own temp directory.
+func guardiansOf(dir string) []int {
+	var found []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) >= 3 && args[1] == proc.GuardianArg && args[2] == dir {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				found = append(found, pid)
+			}
+		}
+	}
+	return found
+}
+
 func killLeftovers(dir string) {
+	for _, pid := range guardiansOf(dir) {
+		unix.Kill(pid, unix.SIGKILL)
+	}
 	d := &state.Dir{Path: dir}
 	ids, _ := d.MonitorIDs()
 	for _, id := range ids {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"procmon/internal/state"
 )
 
 // TestStartLeavesNoStrayDescriptors starts a service from a caller that
@@ -141,24 +143,6 @@ func TestGuardianLetsGoOfCallerStdio(t *testing.T) {
 	}
 }
 
-// guardiansOf lists the live guardians started for stateDir, found by
-// their command line (procmon __guardian STATE_DIR MONITOR_ID).
-func guardiansOf(stateDir string) []string {
-	var found []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) >= 3 && args[1] == "__guardian" && args[2] == stateDir {
-			found = append(found, p)
-		}
-	}
-	return found
-}
-
 // TestRefusedStartLeavesNothing refuses starts at every stage a guardian
 // may already be booting for them (procmon start launches one before it
 // even parses its command line): each leaves no guardian and no monitor
@@ -201,5 +185,35 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 		if entries, _ := os.ReadDir(filepath.Join(stateDir, "monitors")); len(entries) > 0 {
 			t.Fatalf("procmon %v left %d monitor directories", tc.args, len(entries))
 		}
+	}
+}
+
+// TestLeftoversFindsUnrecordedGuardian: a guardian that never recorded a
+// monitor (here one still waiting for its spec) is still a leftover that
+// the scripts' nothingleft and every test's final check report.
+func TestLeftoversFindsUnrecordedGuardian(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	g := procmon("__guardian", stateDir, state.NewID("m_"))
+	spec, err := g.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Wait()
+	for deadline := time.Now().Add(patience); len(guardiansOf(stateDir)) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the guardian never showed up")
+		}
+	}
+	if problems := leftovers(stateDir, false); len(problems) != 1 || !strings.Contains(problems[0], "no recorded monitor") {
+		t.Fatalf("leftovers with a guardian waiting for its spec: %v", problems)
+	}
+	spec.Close() // no spec: the guardian leaves
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("leftovers once the guardian left: %v", problems)
 	}
 }
