@@ -240,7 +240,7 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	}
 	<-slotRead
 	if b, err := in.ReadByte(); err != nil || b != dirDurable {
-		return errors.New("the launcher did not make the monitor's directory durable")
+		return errNotDurable
 	}
 	// The spec pipe is done with.
 	redirectToDevNull(0)
@@ -254,6 +254,10 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	}
 	return nil
 }
+
+// errNotDurable means the launcher could not make the monitor's directory
+// durable: it says why itself.
+var errNotDurable = errors.New("the launcher did not make the monitor's directory durable")
 
 // errAbandoned means the launcher refused the start before the child was
 // spawned: the guardian leaves quietly.
@@ -421,13 +425,15 @@ func execReason(err error, cwd string) string {
 	return err.Error()
 }
 
-// abortChild kills a child whose custody could not be recorded and reaps it.
+// abortChild kills a child whose custody could not be recorded, with its
+// group and whatever left the group meanwhile (a setsid grandchild), and
+// reaps them all: a start without a record leaves nothing running.
 func (g *guardian) abortChild() {
 	g.aborted.Store(true)
-	unix.Kill(-g.child, unix.SIGKILL)
+	kill := func(sig unix.Signal, c custody) { g.signalCustody(sig, c) }
+	kill(unix.SIGKILL, g.look())
 	unix.Kill(g.child, unix.SIGKILL)
-	var info childInfo
-	waitid(unix.P_PID, g.child, unix.WEXITED, &info)
+	g.verifyEmpty(time.Now().Add(killBoundMs*time.Millisecond), kill)
 }
 
 // errRevoked means the stored record no longer belongs to this guardian.

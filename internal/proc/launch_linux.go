@@ -227,10 +227,13 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 		pg.wait()
 		pg.dir.RemoveMonitorDir(pg.monitorID)
 		switch {
-		case pg.madeErr != nil: // the guardian was told nothing more
-			return nil, pg.madeErr
-		case h.Error != nil: // what stopped the guardian
+		case h.Error != nil && (pg.madeErr == nil || h.Error.Message != errNotDurable.Error()):
+			// What stopped the guardian. (A guardian that failed on its
+			// own removed the directory, which may have failed the
+			// launcher's making of it too.)
 			return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
+		case pg.madeErr != nil: // the guardian stopped because of it
+			return nil, pg.madeErr
 		case tellErr != nil:
 			return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
 		}

@@ -72,8 +72,9 @@ func startTestGuardian(t *testing.T) (*state.Dir, string, *PendingGuardian) {
 }
 
 // launchByHand starts a guardian whose launcher side the test plays, and
-// sends it a spec for sleep once the monitor's directory is durable.
-func launchByHand(t *testing.T) (*state.Dir, string, *PendingGuardian) {
+// sends it a spec for argv (sleep by default) once the monitor's directory
+// is durable.
+func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *PendingGuardian) {
 	t.Helper()
 	dir, id, pg := startTestGuardian(t)
 	pg.done = true // the test plays Handoff and Abandon
@@ -82,6 +83,9 @@ func launchByHand(t *testing.T) (*state.Dir, string, *PendingGuardian) {
 		t.Fatal(pg.madeErr)
 	}
 	spec := testSpec(dir, id)
+	if len(argv) > 0 {
+		spec.Argv = argv
+	}
 	data, err := spec.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -134,11 +138,18 @@ func TestGuardianSpawnsOnlyOnceTheSlotIsDurable(t *testing.T) {
 // pipe instead, the child is killed and nothing is left, guardian, child
 // or directory.
 func TestGuardianWaitsForDurableDirectory(t *testing.T) {
-	dir, id, pg := launchByHand(t)
+	// The service leaves a grandchild that left its group: it must go too.
+	dir, id, pg := launchByHand(t, "sh", "-c", "setsid sleep 1000 & exec sleep 1000")
 	if _, err := pg.specW.Write([]byte{slotDurable}); err != nil {
 		t.Fatal(err)
 	}
 	child := awaitOneChild(t, pg)
+	var tree []procStat
+	for deadline := time.Now().Add(patience); len(tree) < 2; time.Sleep(5 * time.Millisecond) {
+		if tree = scanDescendants(pg.pid); time.Now().After(deadline) {
+			t.Fatalf("the service's tree is %v, want it and its setsid grandchild", tree)
+		}
+	}
 	time.Sleep(50 * time.Millisecond) // time enough to write it, were it allowed
 	if _, err := os.Stat(filepath.Join(dir.MonitorDir(id), state.RecordName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a record was written before the directory was durable: %v", err)
@@ -153,6 +164,12 @@ func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 	pg.wait()
 	if err := unix.Kill(child, 0); err != unix.ESRCH {
 		t.Errorf("child %d is still there after the start failed: %v", child, err)
+	}
+	for _, p := range tree {
+		if Matches(p.pid, p.startTicks) {
+			t.Errorf("process %d of the service's tree survived the failed start", p.pid)
+			unix.Kill(p.pid, unix.SIGKILL)
+		}
 	}
 	if _, err := os.Stat(dir.MonitorDir(id)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the failed start left its directory: %v", err)
