@@ -67,6 +67,7 @@ type guardian struct {
 	cancels  chan cancelRequest // from control connections
 	sigchld  chan os.Signal
 	signals  chan os.Signal  // the guardian's own termination signals
+	notified <-chan struct{} // closed once both are caught
 	owner    <-chan struct{} // closed when the run's owner exits (nil: unbound)
 	finished chan struct{}   // closed once the receipt is durable
 	receipt  atomic.Pointer[state.Receipt]
@@ -90,8 +91,10 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		return 2
 	}
 	// Each signal.Notify is a round trip to the runtime's signal thread, so
-	// they are made while the spec is read and the child spawned, and
-	// waited for before the handoff: from then on a SIGTERM drains. SIGPIPE
+	// they are made while the spec is read, and waited for before the child
+	// is spawned: from then on a SIGTERM (or SIGINT, SIGHUP, SIGQUIT) drains
+	// once custody is handed off, never kills a guardian that has a child
+	// but no receipt. SIGPIPE
 	// is caught before anything is written to the caller's pipes: a caller
 	// that died must not take the guardian with it.
 	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
@@ -99,7 +102,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	go func() {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 		signal.Notify(sigchld, syscall.SIGCHLD)
-		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 		close(notified)
 	}()
 	in := bufio.NewReader(stdin)
@@ -122,6 +125,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	compiled := compileRedactor(spec.Secrets)
 	g, err := newGuardian(args[0], args[1], sigchld, signals)
 	if err == nil {
+		g.notified = notified
 		err = g.start(spec, in, compiled)
 	}
 	if err == errAbandoned {
@@ -320,6 +324,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	if err != nil || b != slotDurable {
 		return errAbandoned
 	}
+	<-g.notified
 	if err := g.spawn(path); err != nil {
 		return err
 	}

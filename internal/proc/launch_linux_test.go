@@ -239,3 +239,32 @@ func TestGuardianOutlivesItsLauncher(t *testing.T) {
 		t.Errorf("child %d is still there after its guardian drained: %v", m.PID, err)
 	}
 }
+
+// TestSignalBeforeHandoffDrainsAfterIt: a SIGHUP that reaches a guardian
+// with a child but no handoff yet is held until custody is handed off,
+// then drains it to a receipt: never a guardian dead with its record
+// written and no receipt.
+func TestSignalBeforeHandoffDrainsAfterIt(t *testing.T) {
+	dir, id, pg := launchByHand(t)
+	if _, err := pg.specW.Write([]byte{slotDurable}); err != nil {
+		t.Fatal(err)
+	}
+	awaitOneChild(t, pg)
+	unix.Kill(pg.pid, unix.SIGHUP)
+	if _, err := pg.specW.Write([]byte{dirDurable}); err != nil {
+		t.Fatal(err)
+	}
+	pg.specW.Close()
+	h, err := readHandoff(bufio.NewReader(pg.handR))
+	if err != nil || h.Monitor == nil {
+		t.Fatalf("handoff %+v (%v): want the running record", h, err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != nil || !ws.Exited() {
+		t.Fatalf("guardian: %v, status %v", err, ws)
+	}
+	final, err := dir.LoadMonitor(id)
+	if err != nil || final.Receipt == nil || final.Receipt.Reason != "guardian_SIGHUP" || !final.Receipt.GroupEmptyVerified {
+		t.Fatalf("receipt after SIGHUP: %+v (%v)", final.Receipt, err)
+	}
+}
