@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -141,8 +142,22 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if req.Argv[0] == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[0] is empty`).With("field", "argv")
 	}
-	if err := protocol.PositiveOrNull("timeout_seconds", req.TimeoutSeconds); err != nil {
+	if err := protocol.SecondsOrNull("timeout_seconds", req.TimeoutSeconds); err != nil {
 		return nil, err
+	}
+	// A NUL byte cannot cross execve: refused here, before a slot is taken.
+	for i, a := range req.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] holds a NUL byte, which no program can be passed`, i).With("field", "argv")
+		}
+	}
+	if strings.IndexByte(req.Cwd, 0) >= 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd" holds a NUL byte`).With("field", "cwd")
+	}
+	for k, v := range req.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %q=... is not a variable a program can be given (an empty name, or "=" or a NUL byte in it)`, k).With("field", "env")
+		}
 	}
 	for i, s := range req.Secrets {
 		if len(s) < redact.MinSecretLen {
@@ -318,7 +333,10 @@ func workDeadline(run *state.Run, admittedMs int64, requestSeconds *int64) *int6
 		if seconds == nil {
 			return
 		}
-		d := fromMs + *seconds*1000
+		d := int64(math.MaxInt64) // saturated: a stored policy may predate the bound
+		if *seconds <= (math.MaxInt64-fromMs)/1000 {
+			d = fromMs + *seconds*1000
+		}
 		if deadline == nil || d < *deadline {
 			deadline = &d
 		}

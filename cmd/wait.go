@@ -157,7 +157,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	if id == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
 	}
-	if err := protocol.PositiveOrNull("timeout_seconds", timeoutSeconds); err != nil {
+	if err := protocol.SecondsOrNull("timeout_seconds", timeoutSeconds); err != nil {
 		return nil, err
 	}
 	var timeout time.Duration

@@ -140,3 +140,19 @@ func PositiveOrNull(field string, v *int64) error {
 	}
 	return nil
 }
+
+// MaxSeconds bounds every duration given in seconds: a hundred years,
+// far past any deadline, and far from overflowing as milliseconds.
+const MaxSeconds = 100 * 365 * 24 * 3600
+
+// SecondsOrNull refuses a duration in seconds that is not positive or is
+// over MaxSeconds.
+func SecondsOrNull(field string, v *int64) error {
+	if err := PositiveOrNull(field, v); err != nil {
+		return err
+	}
+	if v != nil && *v > MaxSeconds {
+		return Errorf(CodeInvalidRequest, "field %q is %d seconds, over the limit of %d (a hundred years)", field, *v, MaxSeconds).With("field", field)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"procmon/internal/protocol"
 )
@@ -86,7 +87,11 @@ func (s Settings) Validate() error {
 		}{"sandbox.work_duration.timeout_seconds", sb.WorkDuration.TimeoutSeconds})
 	}
 	for _, l := range limits {
-		if err := protocol.PositiveOrNull(l.field, l.v); err != nil {
+		check := protocol.PositiveOrNull
+		if strings.HasSuffix(l.field, "_seconds") {
+			check = protocol.SecondsOrNull
+		}
+		if err := check(l.field, l.v); err != nil {
 			return err
 		}
 	}
