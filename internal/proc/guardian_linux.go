@@ -93,10 +93,10 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	// Each signal.Notify is a round trip to the runtime's signal thread, so
 	// they are made while the spec is read, and waited for before the child
 	// is spawned: from then on a SIGTERM (or SIGINT, SIGHUP, SIGQUIT) drains
-	// once custody is handed off, never kills a guardian that has a child
-	// but no receipt. SIGPIPE
-	// is caught before anything is written to the caller's pipes: a caller
-	// that died must not take the guardian with it.
+	// once custody is handed off, and never kills a guardian that has a
+	// child but no receipt. SIGPIPE is caught before anything is written to
+	// the caller's pipes: a caller that died must not take the guardian
+	// with it.
 	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
 	notified := make(chan struct{})
 	go func() {

@@ -34,7 +34,7 @@ type PendingGuardian struct {
 	monitorID  string
 	specW      *os.File
 	handR      *os.File
-	created    chan struct{} // closed once the directory and its files exist
+	created    chan struct{} // closed once the directory and the first record's temp file exist
 	createdErr error         // why they do not; read after created is closed
 	made       chan struct{} // closed once the logs are made too and all is durable, or cannot be
 	madeErr    error         // why not; read after made is closed
