@@ -80,7 +80,11 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*state.Mon
 	}
 	if _, err := RequestDrain(dir, id, graceMs, reason); err != nil && !IsNoGuardian(err) {
 		var pe *protocol.Error
-		if errors.As(err, &pe) || !exitsSoon(o.Monitor.GuardianPID, o.Monitor.GuardianStartTicks) {
+		// A guardian killed while it answers closes its sockets before the
+		// last of its threads has exited: for that moment it still looks
+		// alive, so it is given a second to finish.
+		g := []Member{{PID: o.Monitor.GuardianPID, StartTicks: o.Monitor.GuardianStartTicks}}
+		if errors.As(err, &pe) || len(waitGone(g, time.Now().Add(time.Second))) > 0 {
 			return nil, err
 		}
 		// The guardian died while it drained: the record says what is left.
@@ -93,17 +97,4 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*state.Mon
 		return nil, NeedsReconciliation(o)
 	}
 	return o.Monitor, nil
-}
-
-// exitsSoon reports whether process pid, started at startTicks, is gone or
-// goes within a second. A guardian killed while it answers a cancel closes
-// its sockets before the last of its threads has exited: for that moment
-// it still looks alive.
-func exitsSoon(pid int, startTicks uint64) bool {
-	for deadline := time.Now().Add(time.Second); Matches(pid, startTicks); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
 }
