@@ -97,7 +97,7 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 		created: make(chan struct{}), made: make(chan struct{})}
 	go func() {
 		defer close(pg.made)
-		pg.createdErr = makeMonitorDir(dir, monitorID)
+		pg.createdErr = dir.CreateMonitorDir(monitorID)
 		close(pg.created)
 		if pg.createdErr != nil {
 			pg.madeErr = pg.createdErr
@@ -131,14 +131,6 @@ func closeStraysOnExec() {
 			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
-}
-
-// makeMonitorDir makes the monitor's directory and the first record's
-// temp file (see state.CreateMonitorDir), which is all the guardian needs
-// before the spec. A directory without a record is a start in progress,
-// which readers pass over.
-func makeMonitorDir(dir *state.Dir, monitorID string) error {
-	return dir.CreateMonitorDir(monitorID)
 }
 
 // makeLogs makes the monitor's empty output log and the guardian's own
