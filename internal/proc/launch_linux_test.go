@@ -267,4 +267,7 @@ func TestSignalBeforeHandoffDrainsAfterIt(t *testing.T) {
 	if err != nil || final.Receipt == nil || final.Receipt.Reason != "guardian_SIGHUP" || !final.Receipt.GroupEmptyVerified {
 		t.Fatalf("receipt after SIGHUP: %+v (%v)", final.Receipt, err)
 	}
+	if err := unix.Kill(h.Monitor.PID, 0); err != unix.ESRCH {
+		t.Errorf("child %d is still there after its guardian drained: %v", h.Monitor.PID, err)
+	}
 }
