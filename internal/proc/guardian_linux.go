@@ -64,16 +64,17 @@ type guardian struct {
 	// redactText shows a whole text as the redacted stream would.
 	redactText func(string) string
 
-	cancels  chan cancelRequest // from control connections
-	sigchld  chan os.Signal
-	signals  chan os.Signal  // the guardian's own termination signals
-	notified <-chan struct{} // closed once both are caught
-	owner    <-chan struct{} // closed when the run's owner exits (nil: unbound)
-	finished chan struct{}   // closed once the receipt is durable
-	receipt  atomic.Pointer[state.Receipt]
-	handlers sync.WaitGroup
-	ctl      *controlServer
-	feed     changeFeed // tells waits of new output and record changes
+	cancels           chan cancelRequest // from control connections
+	sigchld           chan os.Signal
+	signals           chan os.Signal  // the guardian's own termination signals
+	terminationCaught <-chan struct{} // closed once those are caught
+	notified          <-chan struct{} // closed once all signals are caught
+	owner             <-chan struct{} // closed when the run's owner exits (nil: unbound)
+	finished          chan struct{}   // closed once the receipt is durable
+	receipt           atomic.Pointer[state.Receipt]
+	handlers          sync.WaitGroup
+	ctl               *controlServer
+	feed              changeFeed // tells waits of new output and record changes
 }
 
 // RunGuardian is the body of the hidden guardian subcommand, started by
@@ -83,26 +84,26 @@ type guardian struct {
 // handoff on stdout and keeps custody until the receipt is durable. It
 // returns the exit status of the guardian process.
 func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
-	// The child is forked from this goroutine's thread, which must live as
-	// long as custody (see spawn): it stays locked until the process ends.
-	runtime.LockOSThread()
 	if len(args) != 2 {
 		fmt.Fprintf(os.Stderr, "procmon: %s is started by procmon start, never by hand\n", GuardianArg)
 		return 2
 	}
-	// Each signal.Notify is a round trip to the runtime's signal thread, so
-	// they are made while the spec is read, and waited for before the child
-	// is spawned: from then on a SIGTERM (or SIGINT, SIGHUP, SIGQUIT) drains
-	// once custody is handed off, and never kills a guardian that has a
-	// child but no receipt. SIGPIPE is caught before anything is written to
-	// the caller's pipes: a caller that died must not take the guardian
-	// with it.
+	// Each signal caught is a round trip to the runtime's signal thread, so
+	// they are caught while the spec is read. The termination signals
+	// first: the child is spawned only once they are, so that a SIGTERM
+	// (or SIGINT, SIGHUP, SIGQUIT) drains once custody is handed off and
+	// never kills a guardian that has a child. SIGPIPE and SIGCHLD follow
+	// while the child is spawned, and are caught before the first record
+	// or any handoff is written: a caller that died must not take the
+	// guardian with it, and an orphan that exits before SIGCHLD is caught
+	// is reaped when the guardian settles.
 	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
-	notified := make(chan struct{})
+	terminationCaught, notified := make(chan struct{}), make(chan struct{})
 	go func() {
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+		close(terminationCaught)
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 		signal.Notify(sigchld, syscall.SIGCHLD)
-		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
 		close(notified)
 	}()
 	in := bufio.NewReader(stdin)
@@ -125,7 +126,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	compiled := compileRedactor(spec.Secrets)
 	g, err := newGuardian(args[0], args[1], sigchld, signals)
 	if err == nil {
-		g.notified = notified
+		g.terminationCaught, g.notified = terminationCaught, notified
 		err = g.start(spec, in, compiled)
 	}
 	if err == errAbandoned {
@@ -317,14 +318,19 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		g.out.limit = *spec.MaxOutputBytes
 	}
 	// Nothing is spawned before the command slot is durable. (The byte is
-	// read on this thread: a locked thread woken by a channel waits for a
-	// P, which the other goroutines here may hold for a while.)
+	// read here, by a blocking read, rather than handed over by a channel:
+	// the kernel wakes this thread itself.)
 	b, err := in.ReadByte()
 	readSlot()
 	if err != nil || b != slotDurable {
 		return errAbandoned
 	}
-	<-g.notified
+	<-g.terminationCaught
+	// The child is forked from this goroutine's thread, which must live as
+	// long as custody (see spawn): it stays locked until the process ends.
+	// (Locked only now: a locked goroutine woken by a channel waits for its
+	// own thread to be handed a P, which costs a start up to a millisecond.)
+	runtime.LockOSThread()
 	if err := g.spawn(path); err != nil {
 		return err
 	}
@@ -375,6 +381,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		MaxOutputBytes:       spec.MaxOutputBytes,
 		Phase:                state.PhaseRunning,
 	}
+	<-g.notified
 	if err := g.save(true); err != nil {
 		// Custody cannot be recorded: take the child down with us.
 		g.abortChild()
