@@ -52,7 +52,6 @@ type guardian struct {
 	rec         *state.Monitor // the record as last written
 	firstRecord *os.File       // the temp file the first record is written through
 	guardianLog *os.File       // stderr once the start is handed off
-	settled     bool           // settle has run
 
 	child      int
 	childTicks uint64
@@ -149,21 +148,21 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 }
 
 // settleAfter is how long after the handoff the guardian settles down
-// (see settle): by then the caller has read its answer and exited, so
-// the two do not compete for the CPU on the way to the caller's answer.
-const settleAfter = 20 * time.Millisecond
+// (see settle). Settling costs about 1.5 ms of CPU, most of it the full
+// collection, and the moments after a start are when its caller runs its
+// next commands: more starts, a wait, a status. A second later they are
+// usually done. Until then the guardian holds no more memory than after
+// settling (the collection itself touches pages).
+const settleAfter = time.Second
 
 // settle is the guardian's housekeeping after the start: one P is plenty
 // from here on; a guardian holds little (bounded buffers and one record),
 // so the heap is kept from growing far past that, and what the start left
 // behind goes back to the system; an orphan that exited before SIGCHLD
 // was caught is reaped. (The small heap goal, set before the handoff,
-// would cost the start a collection.) It runs once, on the main loop.
+// would cost the start a collection.) It runs on the main loop, unless
+// custody ends first: a guardian about to drain and exit has no use for it.
 func (g *guardian) settle() {
-	if g.settled {
-		return
-	}
-	g.settled = true
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(25)
 	debug.FreeOSMemory()
@@ -535,7 +534,6 @@ loop:
 		default:
 		}
 	}
-	g.settle()
 	g.finish(cause)
 }
 
