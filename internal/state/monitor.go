@@ -199,9 +199,11 @@ const (
 	firstRecordSize = 4096
 )
 
-// SyncMonitorDir makes durable what CreateMonitorDir made: the first
-// record's temp file and its blocks, the directory, and its entry in
-// monitors/.
+// SyncMonitorDir makes durable what CreateMonitorDir made and the first
+// record's write does not: the temp file's blocks (so that the record's
+// write needs only a data sync) and the directory's entry in monitors/.
+// The directory's own entries are made durable by SaveFirstMonitor, which
+// syncs the directory after its rename.
 func (d *Dir) SyncMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
@@ -215,11 +217,6 @@ func (d *Dir) SyncMonitorDir(id string) error {
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("sync the first record's temp file: %w", err)
-	}
-	// The record's own fsyncs cover its directory, not the directory's
-	// entry in monitors/.
-	if err := syncDir(mdir); err != nil {
-		return err
 	}
 	return syncDir(filepath.Join(d.Path, monitorsDir))
 }
