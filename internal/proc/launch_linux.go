@@ -61,12 +61,12 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
 	}
-	specR, specW, err := os.Pipe()
+	specR, specW, err := blockingPipe()
 	if err != nil {
 		return nil, fmt.Errorf("create spec pipe: %w", err)
 	}
 	defer specR.Close()
-	handR, handW, err := os.Pipe()
+	handR, handW, err := blockingPipe()
 	if err != nil {
 		specW.Close()
 		return nil, fmt.Errorf("create handoff pipe: %w", err)
@@ -108,6 +108,18 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 		}
 	}()
 	return pg, nil
+}
+
+// blockingPipe is os.Pipe without the runtime's poller: the launcher
+// only ever blocks on its ends (and hands the others to the guardian),
+// and os.Pipe would set up the poller and register both ends with it, at
+// a cost to every start measured in rotated A/B runs (0.2 to 0.3 ms).
+func blockingPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
 // closeRangeCloexec is CLOSE_RANGE_CLOEXEC of linux/close_range.h.
@@ -207,7 +219,6 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	pg.specW.Close()
 	// Read as soon as it is written (the guardian lets go of the pipe only
 	// after it), by a blocking read: the kernel wakes this thread itself.
-	pg.handR.Fd()
 	h, err := readHandoff(bufio.NewReader(pg.handR))
 	if err != nil {
 		h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "read guardian handoff: " + err.Error()}
