@@ -84,9 +84,11 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 	corrupt := func(why string) error {
 		return protocol.Errorf(protocol.CodeStateCorrupt, "%s record %s is damaged (%s); it is not trusted. Inspect or remove it by hand", kind, path, why).With("path", path)
 	}
-	var env envelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		return corrupt("not valid JSON: " + err.Error())
+	env, ok := parseEnvelope(data)
+	if !ok {
+		if err := json.Unmarshal(data, &env); err != nil {
+			return corrupt("not valid JSON: " + err.Error())
+		}
 	}
 	if env.Schema != SchemaVersion {
 		return corrupt(fmt.Sprintf("schema %d, this procmon reads %d", env.Schema, SchemaVersion))
@@ -96,6 +98,9 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 	}
 	if env.Checksum != checksum(env.Body) {
 		return corrupt("checksum mismatch")
+	}
+	if r, ok := v.(*Run); ok && decodeRunFast(env.Body, r) {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(env.Body))
 	dec.DisallowUnknownFields()
