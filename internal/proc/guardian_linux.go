@@ -381,6 +381,8 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		Phase:                state.PhaseRunning,
 	}
 	<-g.notified
+	// An orphan that exited before SIGCHLD was caught sent it for nothing.
+	g.reapOrphans()
 	if err := g.save(true); err != nil {
 		// Custody cannot be recorded: take the child down with us.
 		g.abortChild()

@@ -49,7 +49,7 @@ func parseEnvelope(data []byte) (envelope, bool) {
 	}
 	// A body with whitespace around it, or that is not one valid value,
 	// is not the writer's.
-	if isSpace(rest[0]) || isSpace(rest[len(rest)-1]) || !utf8.Valid(rest) || !gjson.ValidBytes(rest) {
+	if isSpace(rest[0]) || isSpace(rest[len(rest)-1]) || !validJSON(rest) {
 		return env, false
 	}
 	env.Body = rest
@@ -76,12 +76,38 @@ func plainField(b []byte, prefix string) (string, []byte, bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// maxDepth is encoding/json's nesting limit; gjson has none and recurses,
+// so anything deeper is left to encoding/json, which refuses it.
+const maxDepth = 10000
+
+// validJSON reports whether b is one valid JSON value nested no deeper
+// than maxDepth.
+func validJSON(b []byte) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			if depth++; depth > maxDepth {
+				return false
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return utf8.Valid(b) && gjson.ValidBytes(b)
+}
+
 // decodeRunFast decodes a run body as json.Marshal writes it, when its
 // strings hold no escapes. It follows encoding/json's rules for what it
 // accepts: null leaves a value as it is and sets a pointer or slice to
 // nil, a repeated key decodes again into what the first one set.
 func decodeRunFast(body []byte, r *Run) bool {
-	if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) || !gjson.ValidBytes(body) {
+	if bytes.IndexByte(body, '\\') >= 0 || !validJSON(body) {
 		return false
 	}
 	var out Run

@@ -212,3 +212,22 @@ func TestParseEnvelopeNeverMisreads(t *testing.T) {
 		t.Fatalf("the writer's own form was not parsed: %q", good)
 	}
 }
+
+// A body nested past encoding/json's limit is left to encoding/json, which
+// refuses it, rather than recursed into.
+func TestFastPathsLeaveDeepNesting(t *testing.T) {
+	deep := strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1)
+	if validJSON([]byte(deep)) {
+		t.Fatal("validJSON accepted nesting past maxDepth")
+	}
+	if _, ok := parseEnvelope([]byte(`{"schema":1,"kind":"run","checksum":"0","body":` + deep + "}\n")); ok {
+		t.Fatal("parseEnvelope accepted nesting past maxDepth")
+	}
+	var r Run
+	if decodeRunFast([]byte(deep), &r) {
+		t.Fatal("decodeRunFast accepted nesting past maxDepth")
+	}
+	if !validJSON([]byte(`{"a":["\"[[[",{"b":"\\"}]}`)) {
+		t.Fatal("brackets inside strings counted as nesting")
+	}
+}
