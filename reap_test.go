@@ -37,18 +37,7 @@ func TestGuardianReapsOrphans(t *testing.T) {
 		}
 	}()
 	mdir := filepath.Join(stateDir, "monitors", started.MonitorID)
-	var rec struct {
-		Body struct {
-			GuardianPID int `json:"guardian_pid"`
-		} `json:"body"`
-	}
-	data, err := os.ReadFile(filepath.Join(mdir, "record.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Body.GuardianPID <= 1 {
-		t.Fatalf("record: %v, guardian pid %d", err, rec.Body.GuardianPID)
-	}
+	guardian := recordOf(t, stateDir, started.MonitorID).GuardianPID
 
 	// The orphan's pid, as its parent printed it before exiting.
 	orphanLine := regexp.MustCompile(`orphan (\d+)\n`)
@@ -64,13 +53,13 @@ func TestGuardianReapsOrphans(t *testing.T) {
 		}
 	}
 	// While it sleeps, the orphan is the guardian's child.
-	if ppid, state := parentOf(orphan); ppid != rec.Body.GuardianPID {
-		t.Fatalf("orphan %d has parent %d (state %q), want the guardian %d", orphan, ppid, state, rec.Body.GuardianPID)
+	if ppid, state := parentOf(orphan); ppid != guardian {
+		t.Fatalf("orphan %d has parent %d (state %q), want the guardian %d", orphan, ppid, state, guardian)
 	}
 	// Once it exits, it is reaped: its /proc entry goes, zombie included.
 	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
 		ppid, state := parentOf(orphan)
-		if ppid != rec.Body.GuardianPID {
+		if ppid != guardian {
 			break // reaped (or the pid reused by another parent's child)
 		}
 		if time.Now().After(deadline) {

@@ -118,22 +118,11 @@ func TestGuardianLetsGoOfCallerStdio(t *testing.T) {
 		}
 	}()
 
-	var rec struct {
-		Body struct {
-			GuardianPID int `json:"guardian_pid"`
-		} `json:"body"`
-	}
 	mdir := filepath.Join(stateDir, "monitors", started.MonitorID)
-	data, err := os.ReadFile(filepath.Join(mdir, "record.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Body.GuardianPID <= 1 {
-		t.Fatalf("record: %v, guardian pid %d", err, rec.Body.GuardianPID)
-	}
+	guardian := recordOf(t, stateDir, started.MonitorID).GuardianPID
 	want := map[int]string{0: os.DevNull, 1: os.DevNull, 2: filepath.Join(mdir, "guardian.log")}
 	for fd, path := range want {
-		got, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(rec.Body.GuardianPID), "fd", strconv.Itoa(fd)))
+		got, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(guardian), "fd", strconv.Itoa(fd)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,4 +209,17 @@ func TestLeftoversFindsUnrecordedGuardian(t *testing.T) {
 	if problems := leftovers(stateDir, true); len(problems) > 0 {
 		t.Fatalf("leftovers once the guardian left: %v", problems)
 	}
+}
+
+// recordOf reads monitor id's record, which must exist and name a guardian.
+func recordOf(t *testing.T, stateDir, id string) *state.Monitor {
+	t.Helper()
+	m, err := (&state.Dir{Path: stateDir}).LoadMonitor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GuardianPID <= 1 {
+		t.Fatalf("record of %s names guardian pid %d", id, m.GuardianPID)
+	}
+	return m
 }
