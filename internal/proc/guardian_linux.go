@@ -51,7 +51,6 @@ type guardian struct {
 
 	rec         *state.Monitor // the record as last written
 	firstRecord *os.File       // the temp file the first record is written through
-	guardianLog *os.File       // stderr once the start is handed off
 
 	child      int
 	childTicks uint64
@@ -141,8 +140,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	// The launcher has what it waited for: from here on the guardian has no
 	// tie to the caller's stdio.
 	redirectToDevNull(1)
-	unix.Dup3(int(g.guardianLog.Fd()), 2, 0)
-	g.guardianLog.Close()
+	g.logToOwnFile()
 	g.keepCustody()
 	return 0
 }
@@ -187,6 +185,21 @@ func writeHandoff(w *os.File, h handoff) {
 	}
 }
 
+// logToOwnFile makes the guardian's stderr its own log in the monitor's
+// directory: what it has to say about custody (and a panic's trace) stays
+// with the monitor. It is made after the handoff, which it would only
+// delay: nothing is written to it before. Without it, stderr is let go
+// all the same.
+func (g *guardian) logToOwnFile() {
+	fd, err := unix.Open(filepath.Join(g.mdir, state.GuardianLogName), unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		redirectToDevNull(2)
+		return
+	}
+	unix.Dup3(fd, 2, 0)
+	unix.Close(fd)
+}
+
 func redirectToDevNull(fd int) {
 	if n, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
 		unix.Dup3(n, fd, 0)
@@ -225,10 +238,9 @@ func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*
 
 // open listens on the control socket in the monitor's directory and
 // opens the first record's temp file; once the launcher has said, on in,
-// that the directory is durable, it opens the output log and the
-// guardian's own, which the launcher makes meanwhile. It reads in only
-// once slotRead is closed: after start has read the byte before it, or
-// given up.
+// that the directory is durable, it opens the output log, which the
+// launcher makes meanwhile. It reads in only once slotRead is closed:
+// after start has read the byte before it, or given up.
 func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	dir, err := state.Open(g.stateDir)
 	if err != nil {
@@ -248,15 +260,7 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	}
 	// The spec pipe is done with.
 	redirectToDevNull(0)
-	if err := g.out.openLog(g.mdir); err != nil {
-		return err
-	}
-	// The guardian's stderr from the handoff on: what it has to say about
-	// custody (and a panic's trace) stays with the monitor.
-	if g.guardianLog, err = os.OpenFile(filepath.Join(g.mdir, state.GuardianLogName), os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0); err != nil {
-		return fmt.Errorf("open %s: %w", state.GuardianLogName, err)
-	}
-	return nil
+	return g.out.openLog(g.mdir)
 }
 
 // errNotDurable means the launcher could not make the monitor's directory
@@ -275,9 +279,6 @@ func (g *guardian) discard() {
 	}
 	if g.firstRecord != nil {
 		g.firstRecord.Close()
-	}
-	if g.guardianLog != nil {
-		g.guardianLog.Close()
 	}
 	g.out.abandon()
 	if dir, err := state.Open(g.stateDir); err == nil {

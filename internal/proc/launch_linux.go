@@ -36,7 +36,7 @@ type PendingGuardian struct {
 	handR      *os.File
 	created    chan struct{} // closed once the directory and the first record's temp file exist
 	createdErr error         // why they do not; read after created is closed
-	made       chan struct{} // closed once the logs are made too and all is durable, or cannot be
+	made       chan struct{} // closed once the log is made too and all is durable, or cannot be
 	madeErr    error         // why not; read after made is closed
 	sent       bool          // Send has written the spec
 	done       bool
@@ -103,7 +103,7 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 			pg.madeErr = pg.createdErr
 			return
 		}
-		if pg.madeErr = makeLogs(dir, monitorID); pg.madeErr == nil {
+		if pg.madeErr = makeLog(dir, monitorID); pg.madeErr == nil {
 			pg.madeErr = dir.SyncMonitorDir(monitorID)
 		}
 	}()
@@ -145,17 +145,15 @@ func closeStraysOnExec() {
 	}
 }
 
-// makeLogs makes the monitor's empty output log and the guardian's own
-// log, which the guardian opens once it is told the directory is durable.
-func makeLogs(dir *state.Dir, monitorID string) error {
-	for _, name := range []string{state.LogName, state.GuardianLogName} {
-		f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", name, err)
-		}
-		f.Close()
+// makeLog makes the monitor's empty output log, which the guardian opens
+// once it is told the directory is durable. (The guardian makes its own
+// log after the handoff: nothing is written to it before.)
+func makeLog(dir *state.Dir, monitorID string) error {
+	f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", state.LogName, err)
 	}
-	return nil
+	return f.Close()
 }
 
 // wait reaps the guardian once it has exited.

@@ -138,8 +138,9 @@ const (
 
 // CreateMonitorDir makes a new monitor's private directory with the first
 // record's temp file, so the first record's write creates nothing.
-// SyncMonitorDir makes them durable. The guardian creates the rest (its
-// logs and socket), and the lock file comes with the first lock taken.
+// SyncMonitorDir makes them durable. The rest comes later: the output log
+// from the launcher, the socket and its own log from the guardian, and the
+// lock file with the first lock taken.
 func (d *Dir) CreateMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
