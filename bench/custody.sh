@@ -16,7 +16,7 @@
 # and checks at the end that every process it started is gone.
 #
 # Usage: bash bench/custody.sh        (from anywhere in a clone)
-#   BENCH_N=31  timed runs per median (default 31, at least 20)
+#   BENCH_N=61  timed runs per median (default 61, at least 20)
 #   BENCH_BURST=50  starts in a row for part 4
 #   BENCH_PROCMON=/path/to/procmon  bench a prebuilt binary instead of
 #                   building the checkout (e.g. a CGO_ENABLED=0 build)
@@ -109,7 +109,7 @@ sys.path.insert(0, tmp)  # benchlib.py, from bench/lib.sh
 from benchlib import PM, call, configure, kib, log, med, p10_p90, proc_kib, record, started, still_alive, track
 
 HD = os.path.join(tmp, "holder")
-N = max(20, int(os.environ.get("BENCH_N", "31")))
+N = max(20, int(os.environ.get("BENCH_N", "61")))
 BURST = int(os.environ.get("BENCH_BURST", "50"))
 WARM = 3
 HAVE_TMUX = shutil.which("tmux") is not None
