@@ -29,7 +29,10 @@ import (
 var update = flag.Bool("u", false, "update testscript golden output")
 
 func TestMain(m *testing.M) {
-	commands := map[string]func(){"procmon": func() { os.Exit(cmd.Main()) }}
+	commands := map[string]func(){
+		"procmon":        func() { os.Exit(cmd.Main()) },
+		"withoutwnowait": withoutWNOWAIT,
+	}
 	for name, f := range fakeChildren {
 		commands[name] = f
 	}
