@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -100,8 +101,10 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 	if !r.GroupEmptyVerified {
 		r.Containment = state.ContainmentIncomplete
 		r.KillUnconfirmed = after.pids()
-		if g.exit == nil {
-			r.KillUnconfirmed = append([]int{g.child}, r.KillUnconfirmed...)
+		if g.exit == nil && !slices.Contains(r.KillUnconfirmed, g.child) {
+			// Not seen exiting, so still there, whatever the scan saw.
+			r.KillUnconfirmed = append(r.KillUnconfirmed, g.child)
+			sort.Ints(r.KillUnconfirmed)
 		}
 	}
 
