@@ -191,20 +191,23 @@ func writeHandoff(w *os.File, h handoff) {
 // delay: nothing is written to it before. Without it, stderr is let go
 // all the same.
 func (g *guardian) logToOwnFile() {
-	fd, err := unix.Open(filepath.Join(g.mdir, state.GuardianLogName), unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
+	if !redirect(2, filepath.Join(g.mdir, state.GuardianLogName), unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW) {
 		redirectToDevNull(2)
-		return
 	}
-	unix.Dup3(fd, 2, 0)
-	unix.Close(fd)
 }
 
-func redirectToDevNull(fd int) {
-	if n, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
-		unix.Dup3(n, fd, 0)
-		unix.Close(n)
+func redirectToDevNull(fd int) { redirect(fd, os.DevNull, unix.O_RDWR) }
+
+// redirect points descriptor fd at path, opened with flags (a file it
+// creates is 0600), and reports whether it could.
+func redirect(fd int, path string, flags int) bool {
+	n, err := unix.Open(path, flags|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false
 	}
+	unix.Dup3(n, fd, 0)
+	unix.Close(n)
+	return true
 }
 
 // newGuardian does what must precede any spawn: the non-reaping probe,
