@@ -61,7 +61,7 @@ func Main() int {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
 	env := defaultEnv()
-	if early := launchEarly(env, os.Args[1:]); early != nil {
+	if early := launchEarly(); early != nil {
 		env.early = early
 		defer early.guardian.Abandon() // nothing once handed off
 	}

@@ -5,7 +5,6 @@ package cmd
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"procmon/internal/early"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/redact"
@@ -273,37 +273,26 @@ func launch(dir *state.Dir) (*earlyGuardian, error) {
 	return &earlyGuardian{dir: dir, monitorID: id, guardian: pg}, nil
 }
 
-// launchEarly launches the guardian of a start before its command line is
-// parsed, so that the guardian's boot overlaps the parsing too. It does
-// so only for "procmon start ..." without a help flag, in a state
-// directory already made; anything that goes wrong here is left for
-// runStart to meet and report. A guardian that runStart does not take is
-// abandoned when Main returns.
-func launchEarly(env *Env, args []string) *earlyGuardian {
-	if len(args) == 0 || args[0] != "start" {
+// launchEarly takes charge of the guardian that package early launched,
+// before main, for "procmon start ..." in a state directory already made
+// (see early). A state directory that fails its checks here abandons it,
+// and runStart meets and reports the failure. A guardian that runStart
+// does not take is abandoned when Main returns.
+func launchEarly() *earlyGuardian {
+	g := early.TakeLaunched()
+	if g == nil {
 		return nil
 	}
-	for _, a := range args[1:] {
-		if a == "--" {
-			break
-		}
-		if a == "-h" || a == "--help" {
-			return nil
-		}
+	dir, err := state.Open(g.StateDir)
+	if err != nil {
+		g.Abandon()
+		return nil
 	}
-	path, err := state.Resolve(env.Getenv)
+	pg, err := proc.AdoptGuardian(dir, g)
 	if err != nil {
 		return nil
 	}
-	if _, err := os.Stat(path); err != nil {
-		return nil
-	}
-	dir, err := state.Open(path)
-	if err != nil {
-		return nil
-	}
-	early, _ := launch(dir)
-	return early
+	return &earlyGuardian{dir: dir, monitorID: g.MonitorID, guardian: pg}
 }
 
 func resolveCwd(env *Env, cwd string) (string, error) {

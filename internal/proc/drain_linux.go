@@ -199,7 +199,7 @@ func (g *guardian) waitQuiet(deadline time.Time) custody {
 		select {
 		case ex := <-g.exited:
 			g.exit = &ex
-		case <-g.sigchld:
+		case <-g.sig.Child:
 		case <-t.C:
 		}
 		t.Stop()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/early"
 	"procmon/internal/protocol"
 	"procmon/internal/redact"
 	"procmon/internal/state"
@@ -62,17 +62,14 @@ type guardian struct {
 	// redactText shows a whole text as the redacted stream would.
 	redactText func(string) string
 
-	cancels           chan cancelRequest // from control connections
-	sigchld           chan os.Signal
-	signals           chan os.Signal  // the guardian's own termination signals
-	terminationCaught <-chan struct{} // closed once those are caught
-	notified          <-chan struct{} // closed once all signals are caught
-	owner             <-chan struct{} // closed when the run's owner exits (nil: unbound)
-	finished          chan struct{}   // closed once the receipt is durable
-	receipt           atomic.Pointer[state.Receipt]
-	handlers          sync.WaitGroup
-	ctl               *controlServer
-	feed              changeFeed // tells waits of new output and record changes
+	cancels  chan cancelRequest // from control connections
+	sig      *early.Signals     // the guardian's own
+	owner    <-chan struct{}    // closed when the run's owner exits (nil: unbound)
+	finished chan struct{}      // closed once the receipt is durable
+	receipt  atomic.Pointer[state.Receipt]
+	handlers sync.WaitGroup
+	ctl      *controlServer
+	feed     changeFeed // tells waits of new output and record changes
 }
 
 // RunGuardian is the body of the hidden guardian subcommand, started by
@@ -86,24 +83,14 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		fmt.Fprintf(os.Stderr, "procmon: %s is started by procmon start, never by hand\n", GuardianArg)
 		return 2
 	}
-	// Each signal caught is a round trip to the runtime's signal thread, so
-	// they are caught while the spec is read. The termination signals
-	// first: the child is spawned only once they are, so that a SIGTERM
-	// (or SIGINT, SIGHUP, SIGQUIT) drains once custody is handed off and
-	// never kills a guardian that has a child. SIGPIPE and SIGCHLD follow
-	// while the child is spawned, and are caught before the first record
-	// or any handoff is written: a caller that died must not take the
-	// guardian with it, and an orphan that exits before SIGCHLD is caught
-	// is reaped when the guardian settles.
-	sigchld, signals := make(chan os.Signal, 1), make(chan os.Signal, 1)
-	terminationCaught, notified := make(chan struct{}), make(chan struct{})
-	go func() {
-		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-		close(terminationCaught)
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-		signal.Notify(sigchld, syscall.SIGCHLD)
-		close(notified)
-	}()
+	// The signals are caught from the guardian's init on (see early):
+	// the termination signals before the child is spawned, so that a
+	// SIGTERM (or SIGINT, SIGHUP, SIGQUIT) drains once custody is handed
+	// off and never kills a guardian that has a child; SIGPIPE and SIGCHLD
+	// before the first record or any handoff is written, so that a caller
+	// that died cannot take the guardian with it. An orphan that exits
+	// before SIGCHLD is caught is reaped when the guardian settles.
+	sig := early.CatchSignals()
 	in := bufio.NewReader(stdin)
 	var spec Spec
 	if readErr := readSpec(in, &spec); readErr != nil {
@@ -115,22 +102,21 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		if readErr == io.EOF {
 			return 0
 		}
-		<-notified
+		<-sig.AllCaught
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + readErr.Error()}})
 		return 1
 	}
 	// Compiling the redactor is the largest piece of work before the
 	// handoff: it starts first, and overlaps the spawn.
 	compiled := compileRedactor(spec.Secrets)
-	g, err := newGuardian(args[0], args[1], sigchld, signals)
+	g, err := newGuardian(args[0], args[1], sig)
 	if err == nil {
-		g.terminationCaught, g.notified = terminationCaught, notified
 		err = g.start(spec, in, compiled)
 	}
 	if err == errAbandoned {
 		return 0
 	}
-	<-notified
+	<-sig.AllCaught
 	if err != nil {
 		e := protocol.AsError(err)
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
@@ -212,7 +198,7 @@ func redirect(fd int, path string, flags int) bool {
 
 // newGuardian does what must precede any spawn: the non-reaping probe,
 // the subreaper bit and the output pipe.
-func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*guardian, error) {
+func newGuardian(stateDir, monitorID string, sig *early.Signals) (*guardian, error) {
 	if err := probeNonReaping(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): the guardian cannot observe an exit without reaping, so it refuses to start", err)
 	}
@@ -225,8 +211,7 @@ func newGuardian(stateDir, monitorID string, sigchld, signals chan os.Signal) (*
 		self:      os.Getpid(),
 		exited:    make(chan exitStatus, 1),
 		cancels:   make(chan cancelRequest, 1),
-		sigchld:   sigchld,
-		signals:   signals,
+		sig:       sig,
 		finished:  make(chan struct{}),
 	}
 	var err error
@@ -328,7 +313,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	if err != nil || b != slotDurable {
 		return errAbandoned
 	}
-	<-g.terminationCaught
+	<-g.sig.TerminationCaught
 	// The child is forked from this goroutine's thread, which must live as
 	// long as custody (see spawn): it stays locked until the process ends.
 	// (Locked only now: a locked goroutine woken by a channel waits for its
@@ -384,7 +369,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		MaxOutputBytes:       spec.MaxOutputBytes,
 		Phase:                state.PhaseRunning,
 	}
-	<-g.notified
+	<-g.sig.AllCaught
 	// An orphan that exited before SIGCHLD was caught sent it for nothing.
 	g.reapOrphans()
 	if err := g.save(true); err != nil {
@@ -515,12 +500,12 @@ loop:
 		case <-g.owner:
 			cause = drainCause{status: state.StatusCancelled, reason: "owner_exited", graceMs: DefaultDrainGraceMs}
 			break loop
-		case sig := <-g.signals:
+		case sig := <-g.sig.Termination:
 			cause = drainCause{status: state.StatusCancelled, reason: "guardian_" + unix.SignalName(sig.(syscall.Signal)), graceMs: DefaultDrainGraceMs}
 			break loop
 		case <-settle.C:
 			g.settle()
-		case <-g.sigchld:
+		case <-g.sig.Child:
 			g.reapOrphans()
 		case <-heartbeat.C:
 			if c, ok := g.renew(); !ok {

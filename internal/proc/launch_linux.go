@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"procmon/internal/early"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
 
 // GuardianArg is the hidden subcommand that runs a guardian.
-const GuardianArg = "__guardian"
+const GuardianArg = early.GuardianArg
 
 // PendingGuardian is a guardian process started before its spec is known.
 // A Go process takes milliseconds to boot, so the guardian is launched
@@ -29,11 +26,9 @@ const GuardianArg = "__guardian"
 // spawns the child only after the first byte and writes the first record
 // only after the second. A pipe closed before them stops the start.
 type PendingGuardian struct {
-	pid        int
+	g          *early.Guardian
 	dir        *state.Dir
 	monitorID  string
-	specW      *os.File
-	handR      *os.File
 	created    chan struct{} // closed once the directory and the first record's temp file exist
 	createdErr error         // why they do not; read after created is closed
 	made       chan struct{} // closed once the log is made too and all is durable, or cannot be
@@ -57,93 +52,44 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 	if err := state.ValidMonitorID(monitorID); err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
+	g, err := early.LaunchGuardian(dir.Path, monitorID)
 	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
+		return nil, err
 	}
-	specR, specW, err := blockingPipe()
-	if err != nil {
-		return nil, fmt.Errorf("create spec pipe: %w", err)
+	return AdoptGuardian(dir, g)
+}
+
+// AdoptGuardian takes charge of a guardian already launched for dir (by
+// early, before main) as StartGuardian would have. If the guardian was
+// launched for another directory or monitor id, it is abandoned.
+func AdoptGuardian(dir *state.Dir, g *early.Guardian) (*PendingGuardian, error) {
+	if g.StateDir != dir.Path {
+		g.Abandon()
+		return nil, fmt.Errorf("guardian launched for state directory %s, not %s", g.StateDir, dir.Path)
 	}
-	defer specR.Close()
-	handR, handW, err := blockingPipe()
-	if err != nil {
-		specW.Close()
-		return nil, fmt.Errorf("create handoff pipe: %w", err)
+	if err := state.ValidMonitorID(g.MonitorID); err != nil {
+		g.Abandon()
+		return nil, err
 	}
-	defer handW.Close()
-	closeStraysOnExec()
-	// syscall.ForkExec rather than os.StartProcess: the caller only ever
-	// waits for its own unreaped child, whose pid cannot be reused, and it
-	// skips the pidfd self-test os runs before its first spawn.
-	pid, err := syscall.ForkExec(exe, []string{"procmon", GuardianArg, dir.Path, monitorID}, &syscall.ProcAttr{
-		Dir: "/",
-		// Two Ps until the guardian settles (then one), so that the
-		// monitor's files are opened and the redactor compiled while the
-		// child is spawned. (Three measured no faster, and every thread a
-		// guardian starts stays with it for its life.)
-		Env: []string{"GOMAXPROCS=2"},
-		// Until the handoff the guardian's stderr is the caller's, so
-		// whatever stops a start is shown where the caller looks.
-		Files: []uintptr{specR.Fd(), handW.Fd(), os.Stderr.Fd()},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	if err != nil {
-		specW.Close()
-		handR.Close()
-		return nil, fmt.Errorf("start guardian: %w", err)
-	}
-	pg := &PendingGuardian{pid: pid, dir: dir, monitorID: monitorID, specW: specW, handR: handR,
+	pg := &PendingGuardian{g: g, dir: dir, monitorID: g.MonitorID,
 		created: make(chan struct{}), made: make(chan struct{})}
 	go func() {
 		defer close(pg.made)
-		pg.createdErr = dir.CreateMonitorDir(monitorID)
+		pg.createdErr = dir.CreateMonitorDir(pg.monitorID)
 		close(pg.created)
 		if pg.createdErr != nil {
 			pg.madeErr = pg.createdErr
 			return
 		}
-		if pg.madeErr = makeLog(dir, monitorID); pg.madeErr == nil {
-			pg.madeErr = dir.SyncMonitorDir(monitorID)
+		if pg.madeErr = makeLog(dir, pg.monitorID); pg.madeErr == nil {
+			pg.madeErr = dir.SyncMonitorDir(pg.monitorID)
 		}
 	}()
 	return pg, nil
 }
 
-// blockingPipe is os.Pipe without the runtime's poller: the launcher
-// only ever blocks on its ends (and hands the others to the guardian),
-// and os.Pipe would set up the poller and register both ends with it, at
-// a cost to every start measured in rotated A/B runs (0.2 to 0.3 ms).
-func blockingPipe() (r, w *os.File, err error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return nil, nil, err
-	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
-}
-
-// closeRangeCloexec is CLOSE_RANGE_CLOEXEC of linux/close_range.h.
-const closeRangeCloexec = 1 << 2
-
-// closeStraysOnExec marks every descriptor above stderr close-on-exec.
-// Go opens its own that way, but a caller may hand procmon others (a
-// shell's 3>&1, make's jobserver pipe): a guardian or service holding one
-// would keep a caller's pipeline waiting for as long as the service runs.
-func closeStraysOnExec() {
-	if unix.CloseRange(3, ^uint(0), closeRangeCloexec) == nil {
-		return
-	}
-	// Before Linux 5.11: one by one.
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
-		}
-	}
-}
+// MonitorID is the id of the monitor the guardian was launched for.
+func (pg *PendingGuardian) MonitorID() string { return pg.monitorID }
 
 // makeLog makes the monitor's empty output log, which the guardian opens
 // once it is told the directory is durable. (The guardian makes its own
@@ -156,16 +102,6 @@ func makeLog(dir *state.Dir, monitorID string) error {
 	return f.Close()
 }
 
-// wait reaps the guardian once it has exited.
-func (pg *PendingGuardian) wait() {
-	var ws unix.WaitStatus
-	for {
-		if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != unix.EINTR {
-			return
-		}
-	}
-}
-
 // Abandon sends no spec: the guardian exits, Abandon waits for it and
 // removes the monitor's directory, so a refused start leaves no guardian
 // and no directory behind. After Handoff it does nothing.
@@ -175,9 +111,9 @@ func (pg *PendingGuardian) Abandon() {
 	}
 	pg.done = true
 	<-pg.made
-	pg.specW.Close()
-	pg.handR.Close()
-	pg.wait()
+	pg.g.Spec.Close()
+	pg.g.Handoff.Close()
+	pg.g.Wait()
 	pg.dir.RemoveMonitorDir(pg.monitorID)
 }
 
@@ -191,7 +127,7 @@ func (pg *PendingGuardian) Send(spec Spec) error {
 	}
 	data, err := spec.MarshalBinary()
 	if err == nil {
-		_, err = pg.specW.Write(data)
+		_, err = pg.g.Spec.Write(data)
 	}
 	if err != nil {
 		return fmt.Errorf("send spec to guardian: %w", err)
@@ -209,15 +145,15 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 		return nil, errors.New("handoff before the spec was sent")
 	}
 	pg.done = true
-	defer pg.handR.Close()
-	_, tellErr := pg.specW.Write([]byte{slotDurable})
+	defer pg.g.Handoff.Close()
+	_, tellErr := pg.g.Spec.Write([]byte{slotDurable})
 	if <-pg.made; pg.madeErr == nil && tellErr == nil {
-		_, tellErr = pg.specW.Write([]byte{dirDurable})
+		_, tellErr = pg.g.Spec.Write([]byte{dirDurable})
 	}
-	pg.specW.Close()
+	pg.g.Spec.Close()
 	// Read as soon as it is written (the guardian lets go of the pipe only
 	// after it), by a blocking read: the kernel wakes this thread itself.
-	h, err := readHandoff(bufio.NewReader(pg.handR))
+	h, err := readHandoff(bufio.NewReader(pg.g.Handoff))
 	if err != nil {
 		h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "read guardian handoff: " + err.Error()}
 	}
@@ -225,7 +161,7 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 		// No running handoff: the guardian is exiting. Wait for it, so a
 		// failed start provably leaves no guardian behind; it has removed
 		// what it made, and this removes the rest.
-		pg.wait()
+		pg.g.Wait()
 		pg.dir.RemoveMonitorDir(pg.monitorID)
 		switch {
 		case h.Error != nil && (pg.madeErr == nil || h.Error.Message != errNotDurable.Error()):

@@ -78,7 +78,7 @@ func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *PendingGua
 	t.Helper()
 	dir, id, pg := startTestGuardian(t)
 	pg.done = true // the test plays Handoff and Abandon
-	t.Cleanup(func() { pg.handR.Close() })
+	t.Cleanup(func() { pg.g.Handoff.Close() })
 	if <-pg.made; pg.madeErr != nil {
 		t.Fatal(pg.madeErr)
 	}
@@ -90,7 +90,7 @@ func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *PendingGua
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pg.specW.Write(data); err != nil {
+	if _, err := pg.g.Spec.Write(data); err != nil {
 		t.Fatal(err)
 	}
 	return dir, id, pg
@@ -100,7 +100,7 @@ func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *PendingGua
 func awaitOneChild(t *testing.T, pg *PendingGuardian) int {
 	t.Helper()
 	for deadline := time.Now().Add(patience); ; time.Sleep(5 * time.Millisecond) {
-		if c := children(pg.pid); len(c) == 1 {
+		if c := children(pg.g.PID); len(c) == 1 {
 			return c[0]
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the guardian has children %v, want one, %v after the slot was durable", c, patience)
@@ -115,16 +115,16 @@ func awaitOneChild(t *testing.T, pg *PendingGuardian) int {
 func TestGuardianSpawnsOnlyOnceTheSlotIsDurable(t *testing.T) {
 	dir, id, pg := launchByHand(t)
 	time.Sleep(100 * time.Millisecond) // time enough to spawn, were it allowed
-	if c := children(pg.pid); len(c) > 0 {
+	if c := children(pg.g.PID); len(c) > 0 {
 		t.Fatalf("the guardian spawned %v before the slot was durable", c)
 	}
-	pg.specW.Close()
-	line, _ := bufio.NewReader(pg.handR).ReadBytes('\n')
+	pg.g.Spec.Close()
+	line, _ := bufio.NewReader(pg.g.Handoff).ReadBytes('\n')
 	if len(line) > 0 {
 		t.Errorf("an abandoned guardian answered %q", line)
 	}
 	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+	if _, err := unix.Wait4(pg.g.PID, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
 		t.Errorf("abandoned guardian: %v, exit status %d", err, ws.ExitStatus())
 	}
 	if _, err := os.Stat(dir.MonitorDir(id)); !errors.Is(err, fs.ErrNotExist) {
@@ -140,13 +140,13 @@ func TestGuardianSpawnsOnlyOnceTheSlotIsDurable(t *testing.T) {
 func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 	// The service leaves a grandchild that left its group: it must go too.
 	dir, id, pg := launchByHand(t, "sh", "-c", "setsid sleep 1000 & exec sleep 1000")
-	if _, err := pg.specW.Write([]byte{slotDurable}); err != nil {
+	if _, err := pg.g.Spec.Write([]byte{slotDurable}); err != nil {
 		t.Fatal(err)
 	}
 	child := awaitOneChild(t, pg)
 	var tree []procStat
 	for deadline := time.Now().Add(patience); len(tree) < 2; time.Sleep(5 * time.Millisecond) {
-		if tree = scanDescendants(pg.pid); time.Now().After(deadline) {
+		if tree = scanDescendants(pg.g.PID); time.Now().After(deadline) {
 			t.Fatalf("the service's tree is %v, want it and its setsid grandchild", tree)
 		}
 	}
@@ -155,13 +155,13 @@ func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 		t.Fatalf("a record was written before the directory was durable: %v", err)
 	}
 
-	pg.specW.Close()
-	line, _ := bufio.NewReader(pg.handR).ReadBytes('\n')
+	pg.g.Spec.Close()
+	line, _ := bufio.NewReader(pg.g.Handoff).ReadBytes('\n')
 	var h handoff
 	if err := json.Unmarshal(line, &h); err != nil || h.Monitor != nil || h.Error == nil {
 		t.Fatalf("handoff %q (%v): want an error", line, err)
 	}
-	pg.wait()
+	pg.g.Wait()
 	if err := unix.Kill(child, 0); err != unix.ESRCH {
 		t.Errorf("child %d is still there after the start failed: %v", child, err)
 	}
@@ -193,8 +193,8 @@ func TestHandoffAfterDurableDirectory(t *testing.T) {
 	if err != nil || stored.PID != m.PID || stored.Phase != state.PhaseRunning {
 		t.Fatalf("stored record %+v (%v), handed off pid %d", stored, err, m.PID)
 	}
-	unix.Kill(pg.pid, unix.SIGTERM)
-	pg.wait()
+	unix.Kill(pg.g.PID, unix.SIGTERM)
+	pg.g.Wait()
 	if err := unix.Kill(m.PID, 0); err != unix.ESRCH {
 		t.Errorf("child %d is still there after its guardian drained: %v", m.PID, err)
 	}
@@ -210,11 +210,11 @@ func TestHandoffAfterDurableDirectory(t *testing.T) {
 // SIGTERM with a drained, verified receipt.
 func TestGuardianOutlivesItsLauncher(t *testing.T) {
 	dir, id, pg := launchByHand(t)
-	pg.handR.Close()
-	if _, err := pg.specW.Write([]byte{slotDurable, dirDurable}); err != nil {
+	pg.g.Handoff.Close()
+	if _, err := pg.g.Spec.Write([]byte{slotDurable, dirDurable}); err != nil {
 		t.Fatal(err)
 	}
-	pg.specW.Close()
+	pg.g.Spec.Close()
 	var m *state.Monitor
 	for deadline := time.Now().Add(patience); m == nil; time.Sleep(5 * time.Millisecond) {
 		m, _ = dir.LoadMonitor(id)
@@ -224,11 +224,11 @@ func TestGuardianOutlivesItsLauncher(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // past the handoff's write into the closed pipe
 	var ws unix.WaitStatus
-	if pid, err := unix.Wait4(pg.pid, &ws, unix.WNOHANG, nil); pid != 0 || err != nil {
+	if pid, err := unix.Wait4(pg.g.PID, &ws, unix.WNOHANG, nil); pid != 0 || err != nil {
 		t.Fatalf("the guardian died with its launcher: %v, status %v", err, ws)
 	}
-	unix.Kill(pg.pid, unix.SIGTERM)
-	if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != nil || !ws.Exited() {
+	unix.Kill(pg.g.PID, unix.SIGTERM)
+	if _, err := unix.Wait4(pg.g.PID, &ws, 0, nil); err != nil || !ws.Exited() {
 		t.Fatalf("guardian: %v, status %v", err, ws)
 	}
 	final, err := dir.LoadMonitor(id)
@@ -246,21 +246,21 @@ func TestGuardianOutlivesItsLauncher(t *testing.T) {
 // written and no receipt.
 func TestSignalBeforeHandoffDrainsAfterIt(t *testing.T) {
 	dir, id, pg := launchByHand(t)
-	if _, err := pg.specW.Write([]byte{slotDurable}); err != nil {
+	if _, err := pg.g.Spec.Write([]byte{slotDurable}); err != nil {
 		t.Fatal(err)
 	}
 	awaitOneChild(t, pg)
-	unix.Kill(pg.pid, unix.SIGHUP)
-	if _, err := pg.specW.Write([]byte{dirDurable}); err != nil {
+	unix.Kill(pg.g.PID, unix.SIGHUP)
+	if _, err := pg.g.Spec.Write([]byte{dirDurable}); err != nil {
 		t.Fatal(err)
 	}
-	pg.specW.Close()
-	h, err := readHandoff(bufio.NewReader(pg.handR))
+	pg.g.Spec.Close()
+	h, err := readHandoff(bufio.NewReader(pg.g.Handoff))
 	if err != nil || h.Monitor == nil {
 		t.Fatalf("handoff %+v (%v): want the running record", h, err)
 	}
 	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pg.pid, &ws, 0, nil); err != nil || !ws.Exited() {
+	if _, err := unix.Wait4(pg.g.PID, &ws, 0, nil); err != nil || !ws.Exited() {
 		t.Fatalf("guardian: %v, status %v", err, ws)
 	}
 	final, err := dir.LoadMonitor(id)

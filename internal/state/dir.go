@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"procmon/internal/early"
 	"procmon/internal/protocol"
 )
 
@@ -21,17 +22,11 @@ type Dir struct {
 // $PROCMON_STATE_DIR, else $XDG_STATE_HOME/procmon, else
 // ~/.local/state/procmon.
 func Resolve(getenv func(string) string) (string, error) {
-	if p := getenv("PROCMON_STATE_DIR"); p != "" {
-		return filepath.Abs(p)
+	path, err := early.StateDir(getenv)
+	if err == early.ErrNoStateDir {
+		return "", protocol.Errorf(protocol.CodeStateUnsafe, "%v", err)
 	}
-	if p := getenv("XDG_STATE_HOME"); p != "" {
-		return filepath.Abs(filepath.Join(p, "procmon"))
-	}
-	home := getenv("HOME")
-	if home == "" {
-		return "", protocol.Errorf(protocol.CodeStateUnsafe, "no state directory: set PROCMON_STATE_DIR, XDG_STATE_HOME or HOME")
-	}
-	return filepath.Join(home, ".local", "state", "procmon"), nil
+	return path, err
 }
 
 // Open creates the state directory if needed (mode 0700) and refuses one

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"procmon/internal/early"
 	"procmon/internal/protocol"
 )
 
@@ -76,17 +75,11 @@ func ValidRunID(id string) error {
 
 // NewID returns prefix followed by 26 random base-36 characters.
 func NewID(prefix string) string {
-	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
-	var raw [26]byte
-	// getrandom(2) straight: crypto/rand would cost every procmon process,
-	// guardians included, the initialization of its DRBG packages.
-	if n, err := unix.Getrandom(raw[:], 0); err != nil || n != len(raw) {
-		panic(fmt.Sprintf("getrandom: %d bytes, %v", n, err)) // never happens on Linux
+	id, err := early.NewID(prefix)
+	if err != nil {
+		panic(err) // the kernel's random source is always there on Linux
 	}
-	for i, b := range raw {
-		raw[i] = alphabet[int(b)%len(alphabet)]
-	}
-	return prefix + string(raw[:])
+	return id
 }
 
 func (d *Dir) runDir(id string) string { return filepath.Join(d.Path, runsDir, id) }
