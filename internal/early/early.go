@@ -21,10 +21,11 @@ package early
 
 import (
 	"errors"
-	"io"
+	"math/rand/v2"
 	"os"
 	"path"
 	"syscall"
+	"unsafe"
 )
 
 // GuardianArg is the hidden subcommand that runs a guardian:
@@ -64,33 +65,45 @@ func abs(p string) (string, error) {
 	return path.Join(wd, p), nil
 }
 
-// NewID returns prefix followed by 26 random characters of [0-9a-z] read
-// from the kernel's random source. (Straight from /dev/urandom: crypto/rand
-// would cost every procmon process, guardians included, the
-// initialization of its generator's packages.)
-func NewID(prefix string) (string, error) {
+// NewID returns prefix followed by 26 random characters of [0-9a-z]. The
+// bytes come from getrandom(2) straight: crypto/rand would cost every
+// procmon process, guardians included, the initialization of its
+// generator's packages, and x/sys/unix a later init. Where getrandom
+// fails (a seccomp filter may refuse it) they come from math/rand/v2,
+// which the runtime seeds from random bytes the kernel gives every
+// process at exec: an id needs to be unique, not secret, and this never
+// fails.
+func NewID(prefix string) string { return newID(prefix, getrandom) }
+
+func newID(prefix string, fill func([]byte) bool) string {
 	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
 	var raw [26]byte
-	fd, err := syscall.Open("/dev/urandom", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: "/dev/urandom", Err: err}
-	}
-	defer syscall.Close(fd)
-	for n := 0; n < len(raw); {
-		m, err := syscall.Read(fd, raw[n:])
-		if err == syscall.EINTR {
-			continue
+	if !fill(raw[:]) {
+		for i := range raw {
+			raw[i] = byte(rand.Uint32())
 		}
-		if err == nil && m <= 0 {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return "", &os.PathError{Op: "read", Path: "/dev/urandom", Err: err}
-		}
-		n += m
 	}
 	for i, b := range raw {
 		raw[i] = alphabet[int(b)%len(alphabet)]
 	}
-	return prefix + string(raw[:]), nil
+	return prefix + string(raw[:])
+}
+
+// getrandom fills b from the kernel's random source, and reports whether
+// it could.
+func getrandom(b []byte) bool {
+	if sysGetrandom == 0 {
+		return false
+	}
+	for len(b) > 0 {
+		n, _, errno := syscall.Syscall(sysGetrandom, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 || n == 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }

@@ -51,11 +51,7 @@ func launchForStart(args []string) {
 	if fi, err := os.Lstat(dir + "/monitors"); err != nil || !fi.IsDir() { // state.Open makes it
 		return
 	}
-	id, err := NewID("m_")
-	if err != nil {
-		return
-	}
-	launched, _ = LaunchGuardian(dir, id)
+	launched, _ = LaunchGuardian(dir, NewID("m_"))
 }
 
 // Guardian is a guardian process launched before its spec is known: it

@@ -74,13 +74,7 @@ func ValidRunID(id string) error {
 }
 
 // NewID returns prefix followed by 26 random base-36 characters.
-func NewID(prefix string) string {
-	id, err := early.NewID(prefix)
-	if err != nil {
-		panic(err) // the kernel's random source is always there on Linux
-	}
-	return id
-}
+func NewID(prefix string) string { return early.NewID(prefix) }
 
 func (d *Dir) runDir(id string) string { return filepath.Join(d.Path, runsDir, id) }
 

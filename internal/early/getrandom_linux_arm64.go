@@ -1,0 +1,6 @@
+package early
+
+import "syscall"
+
+// sysGetrandom is getrandom(2)'s number.
+const sysGetrandom = syscall.SYS_GETRANDOM
