@@ -12,11 +12,13 @@
 // runs without that init: in-process tests, a start whose state directory
 // is not made yet.
 //
-// It decides nothing a command decides: a guardian launched here for a
-// start that is then refused is abandoned, as one launched from main
-// would be. It imports nothing that pulls in reflection, path/filepath,
-// x/sys/unix or the rest of procmon, whose inits run late: its own would
-// run after theirs.
+// It acts in every program that imports it: procmon, and the test
+// binaries of its packages when they are started as procmon. It decides
+// nothing a command decides: a guardian launched here for a start that is
+// then refused is abandoned, as one launched from main would be. It
+// imports nothing that pulls in reflection, path/filepath, x/sys/unix or
+// the rest of procmon, whose inits run late: its own would run after
+// theirs.
 package early
 
 import (
