@@ -60,8 +60,9 @@ func StartGuardian(dir *state.Dir, monitorID string) (*PendingGuardian, error) {
 }
 
 // AdoptGuardian takes charge of a guardian already launched for dir (by
-// early, before main) as StartGuardian would have. If the guardian was
-// launched for another directory or monitor id, it is abandoned.
+// early, before main) as StartGuardian would have. A guardian launched
+// for another directory, or with an id that is not a monitor id, is
+// abandoned instead.
 func AdoptGuardian(dir *state.Dir, g *early.Guardian) (*PendingGuardian, error) {
 	if g.StateDir != dir.Path {
 		g.Abandon()
@@ -87,9 +88,6 @@ func AdoptGuardian(dir *state.Dir, g *early.Guardian) (*PendingGuardian, error) 
 	}()
 	return pg, nil
 }
-
-// MonitorID is the id of the monitor the guardian was launched for.
-func (pg *PendingGuardian) MonitorID() string { return pg.monitorID }
 
 // makeLog makes the monitor's empty output log, which the guardian opens
 // once it is told the directory is durable. (The guardian makes its own
