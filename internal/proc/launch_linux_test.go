@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/early"
 	"procmon/internal/state"
 )
 
@@ -269,5 +270,35 @@ func TestSignalBeforeHandoffDrainsAfterIt(t *testing.T) {
 	}
 	if err := unix.Kill(h.Monitor.PID, 0); err != unix.ESRCH {
 		t.Errorf("child %d is still there after its guardian drained: %v", h.Monitor.PID, err)
+	}
+}
+
+// TestAdoptGuardianRefusesAnotherLaunch: a guardian launched for another
+// state directory, or with an id that is not a monitor id, is not taken
+// but abandoned, and gone once AdoptGuardian returns.
+func TestAdoptGuardianRefusesAnotherLaunch(t *testing.T) {
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ stateDir, id string }{
+		{filepath.Join(t.TempDir(), "other"), state.NewID("m_")},
+		{dir.Path, "m_../../x"},
+	} {
+		g, err := early.LaunchGuardian(tc.stateDir, tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg, err := AdoptGuardian(dir, g); err == nil {
+			pg.Abandon()
+			t.Fatalf("guardian launched for %s %s was adopted for %s", tc.stateDir, tc.id, dir.Path)
+		}
+		// Abandoned means reaped: the pid is no longer ours.
+		if err := unix.Kill(g.PID, 0); err != unix.ESRCH {
+			t.Errorf("guardian %d still there after a refused adoption: %v", g.PID, err)
+		}
+	}
+	if ids, err := dir.MonitorIDs(); err != nil || len(ids) != 0 {
+		t.Errorf("monitors %v (%v), want none", ids, err)
 	}
 }
