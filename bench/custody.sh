@@ -18,6 +18,7 @@
 # Usage: bash bench/custody.sh        (from anywhere in a clone)
 #   BENCH_N=61  timed runs per median (default 61, at least 20)
 #   BENCH_BURST=50  starts in a row for part 4
+#   BENCH_BURST_ROUNDS=4  rounds of part 4, at least 2 (medians are reported)
 #   BENCH_PROCMON=/path/to/procmon  bench a prebuilt binary instead of
 #                   building the checkout (e.g. a CGO_ENABLED=0 build)
 #   BENCH_KEEP=1    keep the temp dir (state, holder dirs) for inspection
@@ -111,6 +112,7 @@ from benchlib import PM, call, configure, kib, log, med, p10_p90, proc_kib, reco
 HD = os.path.join(tmp, "holder")
 N = max(20, int(os.environ.get("BENCH_N", "61")))
 BURST = int(os.environ.get("BENCH_BURST", "50"))
+ROUNDS = max(2, int(os.environ.get("BENCH_BURST_ROUNDS", "4")))
 WARM = 3
 HAVE_TMUX = shutil.which("tmux") is not None
 TM = ["tmux", "-S", os.environ["BENCH_TMUX_SOCK"], "-f", "/dev/null"]
@@ -267,14 +269,17 @@ try:
                  f"{med(c['pm']) / med(c['hd']):.2f}x", "<= 20 ms", verdict(med(c["pm"]) <= 20)))
     rows.append(("  spread (ms)", spread(c["pm"]), spread(c["hd"]), "-", "", "", ""))
 
-    # 4. BURST starts in a row, then all cancelled / stopped. Two rounds in
-    # opposite order (holder first, then procmon first), so that drift on a
-    # shared machine does not favour either; the figures are their means.
-    log(f"{BURST} in a row, two rounds ...")
+    # 4. BURST starts in a row, then all cancelled / stopped. ROUNDS rounds,
+    # in turn holder first and procmon first, so that drift on a shared
+    # machine (and the work of the other tool's processes, just started)
+    # does not favour either; the figures are their medians: one round can
+    # be off by a third on a busy machine.
+    log(f"{BURST} in a row, {ROUNDS} rounds ...")
     burst = {"pm": [], "hd": []}
     down = {"pm": [], "hd": []}
     pss_g = None
-    for rnd, order in enumerate(((("hd", hd_start), ("pm", pm_start)), (("pm", pm_start), ("hd", hd_start)))):
+    for rnd in range(ROUNDS):
+        order = (("hd", hd_start), ("pm", pm_start)) if rnd % 2 == 0 else (("pm", pm_start), ("hd", hd_start))
         refs = {}
         for k, f in order:
             f()  # one warm start right before
@@ -294,13 +299,13 @@ try:
         for d, _ in refs["hd"]:
             hd_stop(d)
         down["hd"].append((time.perf_counter_ns() - t0) / 1e6)
-    bpm, bhd = statistics.mean(burst["pm"]), statistics.mean(burst["hd"])
+    bpm, bhd = med(burst["pm"]), med(burst["hd"])
     r4 = bpm / bhd
-    rows.append((f"{BURST} starts in a row (total ms)", f"{bpm:.0f}", f"{bhd:.0f}", "-",
+    rows.append((f"{BURST} starts in a row (median ms)", f"{bpm:.0f}", f"{bhd:.0f}", "-",
                  f"{r4:.2f}x", "<= 1.3x holder", verdict(r4 <= 1.3)))
     rows.append(("  rounds (ms)", " / ".join(f"{x:.0f}" for x in burst["pm"]), " / ".join(f"{x:.0f}" for x in burst["hd"]), "", "", "", ""))
-    tc, th = statistics.mean(down["pm"]), statistics.mean(down["hd"])
-    rows.append((f"then cancel/stop all {BURST} (total ms)", f"{tc:.0f}", f"{th:.0f}", "-", f"{tc / th:.2f}x", "", ""))
+    tc, th = med(down["pm"]), med(down["hd"])
+    rows.append((f"then cancel/stop all {BURST} (median ms)", f"{tc:.0f}", f"{th:.0f}", "-", f"{tc / th:.2f}x", "", ""))
 
     # RSS again, now that the first guardian has lived through the bench.
     rss_later = kib(rss_g)
