@@ -68,9 +68,9 @@ func abs(p string) (string, error) {
 }
 
 // NewID returns prefix followed by 26 random characters of [0-9a-z]. The
-// bytes come from getrandom(2) straight: crypto/rand would cost every
-// procmon process, guardians included, the initialization of its
-// generator's packages, and x/sys/unix a later init. Where getrandom
+// bytes come from getrandom(2), called by its number: crypto/rand would
+// cost every procmon process, guardians included, the initialization of
+// its generator's packages, and x/sys/unix a later init. Where getrandom
 // fails (a seccomp filter may refuse it) they come from math/rand/v2,
 // which the runtime seeds from random bytes the kernel gives every
 // process at exec: an id needs to be unique, not secret, and this never

@@ -23,7 +23,8 @@ type Signals struct {
 	AllCaught <-chan struct{}
 }
 
-// catching is set once CatchSignals has been called.
+// catching is set once CatchSignals has been called (the tests ask
+// whether init did).
 var catching atomic.Bool
 
 var signals = sync.OnceValue(func() *Signals {
