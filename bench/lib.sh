@@ -34,8 +34,18 @@ bench_traps() {
 # $tmp/NAME with CGO_ENABLED=0: the static build the README installs,
 # which is what the start-up figures should be of. (The helpers under
 # bench/ use no cgo, so for them the setting changes nothing.)
+#
+# The binary is then copied into place, as the README installs it. The
+# linker writes its output through a mapping, which leaves the file in the
+# page cache in 4 KiB pages; a copy (or a read from disk) leaves it in large
+# folios, which exec maps with fewer faults. Measured here, a guardian
+# boots about 0.3 ms faster from a copy and the holder about 0.2 ms; a
+# procmon start, which executes the binary twice, 0.4 to 0.65 ms. Without
+# the copy each binary would be timed as it is only until the cache drops it.
 bench_build() {
-	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/$1" "$2")
+	(cd "$root" && CGO_ENABLED=0 go build -o "$tmp/$1.linked" "$2")
+	install -m 0755 "$tmp/$1.linked" "$tmp/$1"
+	rm -f "$tmp/$1.linked"
 }
 
 # bench_start_ticks PID: prints PID's start time in clock ticks (field 22
