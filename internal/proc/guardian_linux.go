@@ -314,12 +314,9 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		return errAbandoned
 	}
 	<-g.sig.TerminationCaught
-	// The child is forked from this goroutine's thread, which must live as
-	// long as custody (see spawn): it stays locked until the process ends.
-	// (Locked only now: a locked goroutine woken by a channel waits for its
-	// own thread to be handed a P, which costs a start up to a millisecond.)
-	runtime.LockOSThread()
-	if err := g.spawn(path); err != nil {
+	spawned := make(chan error, 1)
+	go g.custody(path, spawned)
+	if err := <-spawned; err != nil {
 		return err
 	}
 	if g.childTicks, err = StartTicks(g.child); err != nil {
@@ -381,11 +378,35 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	return nil
 }
 
-// spawn starts the child in its own process group. It runs on the main
-// goroutine, which RunGuardian locks to its thread for the guardian's
-// life: Pdeathsig fires when the forking thread exits, so that thread
-// must outlive custody. Another goroutine waits for the exit without
-// reaping (any thread of the guardian may wait for its children).
+// custody is the child's own goroutine. Locked to its thread from the
+// start, it spawns the child (the result goes to spawned) and waits for
+// its exit without reaping it: Pdeathsig fires when the thread that forked
+// the child exits, so that thread must outlive the child. Everything else
+// runs unlocked: a locked goroutine woken by a channel waits for its own
+// thread to be handed a P, which cost a start about 0.2 ms when the
+// spawning goroutine went on to wait for the monitor's files.
+func (g *guardian) custody(path string, spawned chan<- error) {
+	runtime.LockOSThread()
+	if err := g.spawn(path); err != nil {
+		spawned <- err
+		return
+	}
+	pid := g.child
+	spawned <- nil
+	var info childInfo
+	if err := waitid(unix.P_PID, pid, unix.WEXITED|unix.WNOWAIT, &info); err != nil {
+		if g.aborted.Load() {
+			return // abortChild reaped it first
+		}
+		// The child may still run: keep its parent-death signal armed.
+		fmt.Fprintf(os.Stderr, "guardian: waitid on child %d: %v\n", pid, err)
+		select {}
+	}
+	// The child stays a zombie until the drain reaps it: this thread may end.
+	g.exited <- decodeExit(&info, nowMs())
+}
+
+// spawn starts the child in its own process group, from custody's thread.
 func (g *guardian) spawn(path string) error {
 	devnull, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -405,16 +426,6 @@ func (g *guardian) spawn(path string) error {
 		return protocol.Errorf(protocol.CodeExecFailed, "cannot execute %q: %v", g.spec.Argv[0], execReason(err, g.spec.Cwd)).With("argv0", g.spec.Argv[0])
 	}
 	g.child = pid
-	go func() {
-		var info childInfo
-		if err := waitid(unix.P_PID, pid, unix.WEXITED|unix.WNOWAIT, &info); err != nil {
-			if !g.aborted.Load() { // else abortChild reaped it first
-				fmt.Fprintf(os.Stderr, "guardian: waitid on child %d: %v\n", pid, err)
-			}
-			return
-		}
-		g.exited <- decodeExit(&info, nowMs())
-	}()
 	return nil
 }
 
