@@ -227,6 +227,7 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
 		Owner:          run.Owner,
 	}
+	guardian.Prepare(&spec)
 	// The slot is taken before anything is spawned and never refunded.
 	// The guardian has the spec while the slot is made durable, and spawns
 	// the child only at the handoff, once it is.

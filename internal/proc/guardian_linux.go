@@ -109,7 +109,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 	// Compiling the redactor is the largest piece of work before the
 	// handoff: it starts first, and overlaps the spawn.
 	compiled := compileRedactor(spec.Secrets)
-	g, err := newGuardian(args[0], args[1], sig)
+	g, err := newGuardian(args[0], args[1], sig, spec.GuardianStartTicks)
 	if err == nil {
 		err = g.start(spec, in, compiled)
 	}
@@ -197,8 +197,9 @@ func redirect(fd int, path string, flags int) bool {
 }
 
 // newGuardian does what must precede any spawn: the non-reaping probe,
-// the subreaper bit and the output pipe.
-func newGuardian(stateDir, monitorID string, sig *early.Signals) (*guardian, error) {
+// the subreaper bit and the output pipe. selfTicks is the guardian's start
+// time as its launcher read it, or 0.
+func newGuardian(stateDir, monitorID string, sig *early.Signals, selfTicks uint64) (*guardian, error) {
 	if err := probeNonReaping(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): the guardian cannot observe an exit without reaping, so it refuses to start", err)
 	}
@@ -213,10 +214,13 @@ func newGuardian(stateDir, monitorID string, sig *early.Signals) (*guardian, err
 		cancels:   make(chan cancelRequest, 1),
 		sig:       sig,
 		finished:  make(chan struct{}),
+		selfTicks: selfTicks,
 	}
 	var err error
-	if g.selfTicks, err = StartTicks(g.self); err != nil {
-		return nil, fmt.Errorf("read own start time: %w", err)
+	if g.selfTicks == 0 {
+		if g.selfTicks, err = StartTicks(g.self); err != nil {
+			return nil, fmt.Errorf("read own start time: %w", err)
+		}
 	}
 	if g.out, err = newOutputCopier(); err != nil {
 		return nil, err
@@ -298,9 +302,11 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	readSlot := sync.OnceFunc(func() { close(slotRead) })
 	defer readSlot() // on every way out, so that open returns
 	go func() { opened <- g.open(in, slotRead) }()
-	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
-	if err != nil {
-		return err
+	path := spec.Path
+	if path == "" {
+		if path, err = lookPath(spec.Argv[0], spec.Env, spec.Cwd); err != nil {
+			return err
+		}
 	}
 	if spec.MaxOutputBytes != nil {
 		g.out.limit = *spec.MaxOutputBytes

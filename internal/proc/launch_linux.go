@@ -115,6 +115,24 @@ func (pg *PendingGuardian) Abandon() {
 	pg.dir.RemoveMonitorDir(pg.monitorID)
 }
 
+// Prepare works out, while the guardian boots, what the guardian would
+// otherwise do itself before it spawns the child: the path of argv[0]
+// through the child's PATH and cwd, and the guardian's start time. What it
+// cannot work out it leaves for the guardian (a missing program is then
+// reported by the guardian, after the command slot is taken, as always).
+func (pg *PendingGuardian) Prepare(spec *Spec) {
+	if len(spec.Argv) > 0 {
+		if path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd); err == nil {
+			spec.Path = path
+		}
+	}
+	// The guardian is this process's child and is never reaped here before
+	// the handoff, so its pid names it still.
+	if ticks, err := StartTicks(pg.g.PID); err == nil {
+		spec.GuardianStartTicks = ticks
+	}
+}
+
 // Send sends the spec once the monitor's directory exists; the guardian
 // prepares the start from it but spawns nothing before Handoff. It may be
 // called before the command slot in the spec is durable. After an error,

@@ -30,6 +30,12 @@ type Spec struct {
 	MaxOutputBytes *int64
 	OwnerGraceMs   int64
 	Owner          *state.Owner
+
+	// Worked out by the launcher while the guardian boots (see Prepare),
+	// so that the guardian has less to do before it spawns; zero when the
+	// launcher could not, and the guardian works them out itself.
+	Path               string // Argv[0] resolved through the child's PATH
+	GuardianStartTicks uint64 // the guardian's start time
 }
 
 // The spec crosses one pipe between two copies of the same binary, so it
@@ -38,7 +44,7 @@ type Spec struct {
 // encoding/json decoder cost the guardian about half a millisecond of its
 // start, which the caller waits for; the length lets the guardian start
 // without waiting for the caller to close the pipe.)
-const specMagic = "procmon-spec-2\n"
+const specMagic = "procmon-spec-3\n"
 
 // maxSpecBytes bounds what a guardian reads as its spec.
 const maxSpecBytes = 16 << 20
@@ -65,6 +71,8 @@ func (s *Spec) MarshalBinary() ([]byte, error) {
 		w.varint(int64(s.Owner.PID))
 		w.uvarint(s.Owner.StartTicks)
 	}
+	w.str(s.Path)
+	w.uvarint(s.GuardianStartTicks)
 	if len(w.b) > maxSpecBytes {
 		return nil, fmt.Errorf("spec of %d bytes is over the %d-byte limit", len(w.b), maxSpecBytes)
 	}
@@ -137,6 +145,8 @@ func (s *Spec) decodeBody(d []byte) error {
 		pid := r.varint()
 		s.Owner = &state.Owner{PID: int(pid), StartTicks: r.uvarint()}
 	}
+	s.Path = r.str()
+	s.GuardianStartTicks = r.uvarint()
 	return r.end("spec")
 }
 

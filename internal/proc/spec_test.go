@@ -35,6 +35,9 @@ func fullSpec() Spec {
 		MaxOutputBytes: int64p(1 << 40),
 		OwnerGraceMs:   30000,
 		Owner:          &state.Owner{PID: 4242, StartTicks: 1<<63 + 5},
+
+		Path:               "/usr/bin/python3",
+		GuardianStartTicks: 1<<63 + 9,
 	}
 }
 
