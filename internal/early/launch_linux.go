@@ -92,8 +92,8 @@ func LaunchGuardian(stateDir, monitorID string) (*Guardian, error) {
 		Dir: "/",
 		// Two Ps until the guardian settles (then one), so that the
 		// monitor's files are opened and the redactor compiled while the
-		// child is spawned. (Three measured no faster, and every thread a
-		// guardian starts stays with it for its life.)
+		// child is spawned. (Three measured no faster, and a guardian keeps
+		// almost every thread it starts for its life.)
 		Env:   []string{"GOMAXPROCS=2"},
 		Files: []uintptr{uintptr(spec[0]), uintptr(handoff[1]), 2},
 		Sys:   &syscall.SysProcAttr{Setsid: true},

@@ -38,7 +38,8 @@ type cancelRequest struct {
 }
 
 // guardian holds custody of one service. Its fields are owned by the main
-// loop goroutine unless noted.
+// loop goroutine unless noted; custody sets child, and clears
+// out.writeEnd, before it reports the spawn.
 type guardian struct {
 	stateDir  string
 	monitorID string

@@ -205,6 +205,59 @@ func TestHandoffAfterDurableDirectory(t *testing.T) {
 	}
 }
 
+// TestPrepareDoesTheGuardiansLookups: Prepare resolves argv[0] as the
+// guardian would and reads the guardian's start time; the guardian runs
+// that program and its record names the guardian by that time. A program
+// Prepare cannot find is left for the guardian to refuse.
+func TestPrepareDoesTheGuardiansLookups(t *testing.T) {
+	dir, id, pg := startTestGuardian(t)
+	defer pg.Abandon()
+	spec := testSpec(dir, id)
+	pg.Prepare(&spec)
+	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks, err := StartTicks(pg.g.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Path != path || spec.GuardianStartTicks != ticks {
+		t.Fatalf("Prepare gave path %q, start time %d; want %q, %d", spec.Path, spec.GuardianStartTicks, path, ticks)
+	}
+	missing := Spec{Argv: []string{"no-such-program-anywhere"}, Env: spec.Env, Cwd: spec.Cwd}
+	if pg.Prepare(&missing); missing.Path != "" {
+		t.Errorf("Prepare resolved a missing program to %q", missing.Path)
+	}
+
+	if err := pg.Send(spec); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pg.Handoff()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		unix.Kill(pg.g.PID, unix.SIGTERM)
+		pg.g.Wait()
+		if err := unix.Kill(m.PID, 0); err != unix.ESRCH {
+			t.Errorf("child %d is still there after its guardian drained: %v", m.PID, err)
+		}
+	}()
+	stored, err := dir.LoadMonitor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.GuardianPID != pg.g.PID || stored.GuardianStartTicks != ticks {
+		t.Errorf("record names guardian %d started at %d, want %d at %d", stored.GuardianPID, stored.GuardianStartTicks, pg.g.PID, ticks)
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(m.PID) + "/exe")
+	real, _ := filepath.EvalSymlinks(path)
+	if err != nil || exe != real {
+		t.Errorf("the child runs %q (%v), want %q", exe, err, real)
+	}
+}
+
 // TestGuardianOutlivesItsLauncher: a launcher that dies before the
 // handoff (its end of the handoff pipe closed) takes nothing with it: the
 // guardian writes into the closed pipe, keeps custody, and answers a
