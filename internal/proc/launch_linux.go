@@ -82,8 +82,13 @@ func AdoptGuardian(dir *state.Dir, g *early.Guardian) (*PendingGuardian, error) 
 			pg.madeErr = pg.createdErr
 			return
 		}
-		if pg.madeErr = makeLog(dir, pg.monitorID); pg.madeErr == nil {
-			pg.madeErr = dir.SyncMonitorDir(pg.monitorID)
+		// The log's entry is made durable with the record's (see
+		// SyncMonitorDir), so the log is made while the rest is synced.
+		synced := make(chan error, 1)
+		go func() { synced <- dir.SyncMonitorDir(pg.monitorID) }()
+		logErr := makeLog(dir, pg.monitorID)
+		if pg.madeErr = <-synced; logErr != nil {
+			pg.madeErr = logErr
 		}
 	}()
 	return pg, nil

@@ -204,7 +204,8 @@ const (
 // record's write does not: the temp file's blocks (so that the record's
 // write needs only a data sync) and the directory's entry in monitors/.
 // The directory's own entries are made durable by SaveFirstMonitor, which
-// syncs the directory after its rename.
+// syncs the directory after its rename. The two syncs are independent and
+// run at once: each waits on the device, and a start waits for both.
 func (d *Dir) SyncMonitorDir(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
@@ -214,12 +215,15 @@ func (d *Dir) SyncMonitorDir(id string) error {
 	if err != nil {
 		return fmt.Errorf("open the first record's temp file: %w", err)
 	}
+	dirSynced := make(chan error, 1)
+	go func() { dirSynced <- syncDir(filepath.Join(d.Path, monitorsDir)) }()
 	err = f.Sync()
 	f.Close()
+	dirErr := <-dirSynced
 	if err != nil {
 		return fmt.Errorf("sync the first record's temp file: %w", err)
 	}
-	return syncDir(filepath.Join(d.Path, monitorsDir))
+	return dirErr
 }
 
 // OpenFirstRecord opens the temp file made by CreateMonitorDir through
