@@ -47,14 +47,19 @@ func newRedactor(secrets []string, rules bool) (*Redactor, error) {
 			}
 		}
 	}
-	var words []string
-	if rules {
-		pats = append(pats, rulePatterns()...)
-		words = authVariants()
-	}
-	ac, err := buildAutomaton(pats, words, authWindow)
-	if err != nil {
-		return nil, err
+	var ac *automaton
+	if rules && len(pats) == 0 {
+		ac = builtinAutomaton() // see builtin.go
+	} else {
+		var words []string
+		if rules {
+			pats = append(pats, rulePatterns()...)
+			words = authVariants()
+		}
+		var err error
+		if ac, err = buildAutomaton(pats, words, authWindow); err != nil {
+			return nil, err
+		}
 	}
 	return &Redactor{ac: ac, rules: rules, urlFast: rules && ac.isolated(urlTrigger)}, nil
 }
