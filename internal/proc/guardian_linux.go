@@ -107,8 +107,8 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "guardian: read spec: " + readErr.Error()}})
 		return 1
 	}
-	// Compiling the redactor is the largest piece of work before the
-	// handoff: it starts first, and overlaps the spawn.
+	// Compiling the secrets into the redactor is the largest piece of work
+	// before the handoff: it starts first, and overlaps the spawn.
 	compiled := compileRedactor(spec.Secrets)
 	g, err := newGuardian(args[0], args[1], sig, spec.GuardianStartTicks)
 	if err == nil {
@@ -625,9 +625,16 @@ type compiledRedactor struct {
 	err      error
 }
 
-// compileRedactor builds the redactor in the background.
+// compileRedactor builds the redactor, in the background when it has
+// secrets to compile: without them it is the format rules alone, whose
+// tables are built into the binary (see redact/builtin.go).
 func compileRedactor(secrets []string) <-chan compiledRedactor {
 	out := make(chan compiledRedactor, 1)
+	if len(secrets) == 0 {
+		r, err := redact.New(nil)
+		out <- compiledRedactor{r, err}
+		return out
+	}
 	go func() {
 		r, err := redact.New(secrets)
 		out <- compiledRedactor{r, err}
