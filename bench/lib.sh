@@ -128,7 +128,7 @@ bench_pylib() {
 Processes are only ever named by pid together with their start time (never
 by name), so that a check or a signal cannot reach a stranger that got a
 recycled pid."""
-import json, os, statistics, subprocess, sys, threading, time
+import json, os, random, statistics, subprocess, sys, threading, time
 
 TMP = sys.argv[1]  # this run's temp dir (bench_python passes it)
 PM = os.path.join(TMP, "procmon")
@@ -267,5 +267,19 @@ def p10_p90(xs):
     """The 10th and 90th percentiles: the spread around a median."""
     q = statistics.quantiles(xs, n=10)
     return q[0], q[-1]
+
+
+def ratio_interval(a, b, level=0.9, resamples=2000):
+    """A bootstrap interval for med(a) / med(b), where a[i] and b[i] were
+    measured in the same round: rounds are resampled whole, so that drift
+    shared by a round stays shared. It says how far another run of the same
+    length could land from this one's ratio (seeded: the same samples give
+    the same interval)."""
+    rnd = random.Random(1)
+    n = len(a)
+    rs = sorted(med([a[i] for i in idx]) / med([b[i] for i in idx])
+                for idx in ([rnd.randrange(n) for _ in range(n)] for _ in range(resamples)))
+    tail = int(resamples * (1 - level) / 2)
+    return rs[tail], rs[-1 - tail]
 PY
 }
