@@ -93,29 +93,11 @@ func builtinSource(a *automaton) ([]byte, error) {
 	}
 	p("}\n\n")
 	p("var builtinRows = [...]int32{")
-	for i, v := range a.rows {
-		if i%16 == 0 {
-			p("\n")
-		}
-		p("%d, ", v)
-	}
-	p("\n}\n\n")
+	writeList(&b, "%d", a.rows)
 	p("var builtinEdgeByte = [...]byte{")
-	for i, v := range a.edgeByte {
-		if i%16 == 0 {
-			p("\n")
-		}
-		p("%#02x, ", v)
-	}
-	p("\n}\n\n")
+	writeList(&b, "%#02x", a.edgeByte)
 	p("var builtinEdgeNext = [...]int32{")
-	for i, v := range a.edgeNext {
-		if i%16 == 0 {
-			p("\n")
-		}
-		p("%d, ", v)
-	}
-	p("\n}\n\n")
+	writeList(&b, "%d", a.edgeNext)
 	p("var builtinOuts = [...]acOut{\n")
 	for _, o := range a.outs {
 		p("{match: %d", o.match)
@@ -147,4 +129,15 @@ func builtinSource(a *automaton) ([]byte, error) {
 	}
 	p("}\n")
 	return format.Source(b.Bytes())
+}
+
+// writeList ends an array literal with the elements vs, 16 to a line.
+func writeList[T any](b *bytes.Buffer, format string, vs []T) {
+	for i, v := range vs {
+		if i%16 == 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(b, format+", ", v)
+	}
+	b.WriteString("\n}\n\n")
 }
