@@ -142,12 +142,13 @@ const maxRuleOffset = 7
 
 var _ [needleStride + 3 - 1 - maxRuleOffset]struct{} // maxRuleOffset < needleStride+3
 
-// addRuleWindow adds the digrams of text at offsets w and w+1.
-func (a *automaton) addRuleWindow(text string, w int) {
+// addRuleWindow adds the digrams of text at offsets w and w+1, unless the
+// table holds them already (record false: see buildAutomaton).
+func (a *automaton) addRuleWindow(text string, w int, record bool) {
 	if w+ruleStride-1 > maxRuleOffset {
 		panic("redact: rule window past maxRuleOffset")
 	}
-	for o := w; o < w+ruleStride; o++ {
+	for o := w; record && o < w+ruleStride; o++ {
 		a.ruleGrams[uint16(text[o])|uint16(text[o+1])<<8] |= 1 << o
 	}
 	a.back = max(a.back, w+ruleStride-1)
@@ -234,7 +235,10 @@ type trieNode struct {
 // buildAutomaton compiles the patterns. words are the case variants of a
 // word matched outside the automaton (the Authorization header name), whose
 // beginnings must stop the skip too; their window starts at wordWindow.
-func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton, error) {
+// ruleGrams, when not nil, is the rule digram table these rule patterns and
+// words make, which the automaton shares instead of building its own (64
+// KiB): needles add nothing to it.
+func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8) (*automaton, error) {
 	nodes := []trieNode{{}}
 	child := func(u int32, b byte) int32 {
 		for _, e := range nodes[u].edges {
@@ -247,7 +251,11 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton,
 	a := &automaton{
 		filter:    new([filterWords]uint64),
 		short:     [maxShort]uint32{noShort, noShort},
-		ruleGrams: new([1 << 16]uint8),
+		ruleGrams: ruleGrams,
+	}
+	record := ruleGrams == nil
+	if record {
+		a.ruleGrams = new([1 << 16]uint8)
 	}
 	needles := 0
 	for _, p := range pats {
@@ -269,7 +277,7 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton,
 		if p.needle {
 			a.addNeedleGrams(p.text)
 		} else {
-			a.addRuleWindow(p.text, p.window)
+			a.addRuleWindow(p.text, p.window, record)
 		}
 		u := int32(0)
 		for i := 0; i < len(p.text); i++ {
@@ -292,7 +300,7 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int) (*automaton,
 	}
 	for _, v := range words {
 		a.addGram(v)
-		a.addRuleWindow(v, wordWindow)
+		a.addRuleWindow(v, wordWindow, record)
 	}
 
 	// Breadth-first order puts every state after its failure target, so the

@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ const builtinTablesFile = "builtin_tables.go"
 // compile to, so a change to a rule, a filter or the builder that is not
 // regenerated fails here (go generate ./internal/redact regenerates).
 func TestBuiltinTables(t *testing.T) {
-	fresh, err := buildAutomaton(rulePatterns(), authVariants(), authWindow)
+	fresh, err := buildAutomaton(rulePatterns(), authVariants(), authWindow, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,21 @@ func TestNewWithoutSecretsUsesTheBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ac.filter == &builtinFilter {
-		t.Error("New with a secret shares the builtin prefix filter")
+	if s.ac.filter == &builtinFilter || s.ac.ruleGrams != &builtinRuleGrams {
+		t.Error("New with a secret shares the builtin prefix filter, or not the rule digrams")
+	}
+	var pats []pattern
+	for _, f := range Forms("hunter2hunter2") { // deduplicated, in order, as New does
+		if !slices.ContainsFunc(pats, func(p pattern) bool { return p.text == f }) {
+			pats = append(pats, pattern{text: f, needle: true, holding: true})
+		}
+	}
+	fresh, err := buildAutomaton(append(pats, rulePatterns()...), authVariants(), authWindow, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.ac, fresh) {
+		t.Error("the automaton sharing the rule digrams differs from one built whole")
 	}
 	if builtinFilter != before || noNeedleGrams != [needleWords]uint64{} || noNeedleCheck != [len(noNeedleCheck)]uint8{} {
 		t.Error("building a redactor wrote to the shared tables")

@@ -52,12 +52,14 @@ func newRedactor(secrets []string, rules bool) (*Redactor, error) {
 		ac = builtinAutomaton() // see builtin.go
 	} else {
 		var words []string
+		var ruleGrams *[1 << 16]uint8
 		if rules {
 			pats = append(pats, rulePatterns()...)
 			words = authVariants()
+			ruleGrams = &builtinRuleGrams
 		}
 		var err error
-		if ac, err = buildAutomaton(pats, words, authWindow); err != nil {
+		if ac, err = buildAutomaton(pats, words, authWindow, ruleGrams); err != nil {
 			return nil, err
 		}
 	}
