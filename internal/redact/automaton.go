@@ -148,8 +148,10 @@ func (a *automaton) addRuleWindow(text string, w int, record bool) {
 	if w+ruleStride-1 > maxRuleOffset {
 		panic("redact: rule window past maxRuleOffset")
 	}
-	for o := w; record && o < w+ruleStride; o++ {
-		a.ruleGrams[uint16(text[o])|uint16(text[o+1])<<8] |= 1 << o
+	if record {
+		for o := w; o < w+ruleStride; o++ {
+			a.ruleGrams[uint16(text[o])|uint16(text[o+1])<<8] |= 1 << o
+		}
 	}
 	a.back = max(a.back, w+ruleStride-1)
 }
@@ -419,7 +421,8 @@ func (a *automaton) held(s int32) int32 {
 	return a.states[s].depth
 }
 
-// size returns the approximate memory of the tables in bytes.
+// size returns the approximate memory of the tables in bytes, counting
+// those shared with other automata (the generated ones) too.
 func (a *automaton) size() int {
 	return len(a.states)*16 + len(a.rows)*4 + len(a.edgeByte)*5 + (filterWords+needleWords)*8 + len(a.needleCheck) + 1<<16
 }

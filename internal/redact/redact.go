@@ -34,6 +34,31 @@ func New(secrets []string) (*Redactor, error) {
 // newRedactor lets tests switch the format rules off, so that the literal
 // matcher can be compared with a naive search.
 func newRedactor(secrets []string, rules bool) (*Redactor, error) {
+	pats, err := needlePatterns(secrets)
+	if err != nil {
+		return nil, err
+	}
+	var ac *automaton
+	if rules && len(pats) == 0 {
+		ac = builtinAutomaton() // see builtin.go
+	} else {
+		var words []string
+		var ruleGrams *[1 << 16]uint8
+		if rules {
+			pats = append(pats, rulePatterns()...)
+			words = authVariants()
+			ruleGrams = &builtinRuleGrams
+		}
+		if ac, err = buildAutomaton(pats, words, authWindow, ruleGrams); err != nil {
+			return nil, err
+		}
+	}
+	return &Redactor{ac: ac, rules: rules, urlFast: rules && ac.isolated(urlTrigger)}, nil
+}
+
+// needlePatterns returns the needles of the secrets: every form of each,
+// once, in order.
+func needlePatterns(secrets []string) ([]pattern, error) {
 	seen := make(map[string]bool)
 	var pats []pattern
 	for i, s := range secrets {
@@ -47,23 +72,7 @@ func newRedactor(secrets []string, rules bool) (*Redactor, error) {
 			}
 		}
 	}
-	var ac *automaton
-	if rules && len(pats) == 0 {
-		ac = builtinAutomaton() // see builtin.go
-	} else {
-		var words []string
-		var ruleGrams *[1 << 16]uint8
-		if rules {
-			pats = append(pats, rulePatterns()...)
-			words = authVariants()
-			ruleGrams = &builtinRuleGrams
-		}
-		var err error
-		if ac, err = buildAutomaton(pats, words, authWindow, ruleGrams); err != nil {
-			return nil, err
-		}
-	}
-	return &Redactor{ac: ac, rules: rules, urlFast: rules && ac.isolated(urlTrigger)}, nil
+	return pats, nil
 }
 
 // NewStream starts one redacted stream. A Stream is not safe for concurrent
