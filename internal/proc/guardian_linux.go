@@ -630,14 +630,14 @@ type compiledRedactor struct {
 // tables are built into the binary (see redact/builtin.go).
 func compileRedactor(secrets []string) <-chan compiledRedactor {
 	out := make(chan compiledRedactor, 1)
-	if len(secrets) == 0 {
-		r, err := redact.New(nil)
-		out <- compiledRedactor{r, err}
-		return out
-	}
-	go func() {
+	compile := func() {
 		r, err := redact.New(secrets)
 		out <- compiledRedactor{r, err}
-	}()
+	}
+	if len(secrets) == 0 {
+		compile()
+	} else {
+		go compile()
+	}
 	return out
 }
