@@ -36,10 +36,11 @@
 # idle" and the warning say when the figures measure contention. The seed's
 # settings (configure --enable) allow 20 commands per run; this run takes
 # ~360 slots, so it stores the same settings with command_limit null (the
-# slot is still taken, durably, on every start). A median of 61 starts
-# left the start ratio of back-to-back runs up to 0.15 apart on a shared
-# 2-CPU machine, hence N=151 and the row with a bootstrap interval: how
-# far another run of the same length could land. On ext4 without a journal,
+# slot is still taken, durably, on every start). The start ratio comes
+# with a 90% bootstrap interval, the uncertainty of this run's figure; on
+# a shared 2-CPU machine runs differ by more than it says, since the load
+# beside them changes (with N=61 back-to-back runs landed up to 0.15
+# apart). On ext4 without a journal,
 # creating a file skips the inodes freed in the last few minutes: right
 # after a run that deleted thousands of files under $TMPDIR (the test
 # suite does), each file a start makes there cost up to 0.17 ms instead of

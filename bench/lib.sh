@@ -272,14 +272,15 @@ def p10_p90(xs):
 def ratio_interval(a, b, level=0.9, resamples=2000):
     """A bootstrap interval for med(a) / med(b), where a[i] and b[i] were
     measured in the same round: rounds are resampled whole, so that drift
-    shared by a round stays shared. It says how far another run of the same
-    length could land from this one's ratio (seeded: the same samples give
-    the same interval)."""
+    shared by a round stays shared. It is the uncertainty of this run's
+    ratio; another run lands further off, by more when the machine's load
+    changes between runs (seeded: the same samples give the same
+    interval)."""
     rnd = random.Random(1)
     n = len(a)
     rs = sorted(med([a[i] for i in idx]) / med([b[i] for i in idx])
                 for idx in ([rnd.randrange(n) for _ in range(n)] for _ in range(resamples)))
-    tail = int(resamples * (1 - level) / 2)
+    tail = round(resamples * (1 - level) / 2)
     return rs[tail], rs[-1 - tail]
 PY
 }
