@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -54,6 +55,9 @@ func TestScripts(t *testing.T) {
 			// Whatever a failed script left behind is killed: only the
 			// guardians and groups its own records prove it started.
 			e.Defer(func() { killLeftovers(stateDir) })
+			// Deferred calls run last first: the guardians' logs are read
+			// before anything is killed.
+			e.Defer(func() { checkGuardianLogs(e.T(), stateDir) })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -78,6 +82,36 @@ func TestScripts(t *testing.T) {
 			"markended":    cmdMarkEnded,
 		},
 	})
+}
+
+// guardianFailures are what a guardian writes to its log only when it
+// fails: a panic, a fatal runtime error, or a data race seen by a guardian
+// built with the race detector (which would otherwise go unnoticed, since
+// nobody waits for a guardian's exit status).
+var guardianFailures = []string{"panic:", "fatal error:", "WARNING: DATA RACE"}
+
+// checkGuardianLogs shows the log of every guardian of the state directory
+// (in the test's output, seen when it fails or with -v) and fails the
+// script when one of them failed.
+func checkGuardianLogs(t testscript.T, dir string) {
+	d := &state.Dir{Path: dir}
+	ids, _ := d.MonitorIDs()
+	var failed []string
+	for _, id := range ids {
+		b, err := os.ReadFile(filepath.Join(d.MonitorDir(id), state.GuardianLogName))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		t.Log(fmt.Sprintf("guardian.log of %s:\n%s", id, b))
+		for _, f := range guardianFailures {
+			if bytes.Contains(b, []byte(f)) {
+				failed = append(failed, fmt.Sprintf("%s (%q)", id, f))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatal("guardians failed: " + strings.Join(failed, ", "))
+	}
 }
 
 // patience bounds every wait in a script: generous, because the machines
