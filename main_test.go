@@ -329,7 +329,7 @@ func leftovers(dir string, waitForExit bool) []string {
 		recorded[m.GuardianPID] = true
 		check("guardian", m.GuardianPID, m.GuardianStartTicks)
 		check("child", m.PID, m.ChildStartTicks)
-		for _, p := range proc.GroupMembers(m.PGID, m.ChildStartTicks) {
+		for _, p := range proc.GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks) {
 			check(fmt.Sprintf("group %d member", m.PGID), p.PID, p.StartTicks)
 		}
 	}
@@ -378,7 +378,7 @@ func killLeftovers(dir string) {
 		if proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
 			unix.Kill(m.GuardianPID, unix.SIGKILL)
 		}
-		for _, p := range proc.GroupMembers(m.PGID, m.ChildStartTicks) {
+		for _, p := range proc.GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks) {
 			if proc.Matches(p.PID, p.StartTicks) {
 				unix.Kill(p.PID, unix.SIGKILL)
 			}

@@ -13,6 +13,7 @@ type procStat struct {
 	state      byte
 	ppid       int
 	pgrp       int
+	session    int
 	startTicks uint64
 }
 
@@ -42,10 +43,11 @@ func parseStat(pid int, buf []byte) (procStat, error) {
 		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	s := procStat{pid: pid, state: fields[0][0]}
-	var errs [3]error
+	var errs [4]error
 	s.ppid, errs[0] = strconv.Atoi(string(fields[1]))
 	s.pgrp, errs[1] = strconv.Atoi(string(fields[2]))
-	s.startTicks, errs[2] = strconv.ParseUint(string(fields[19]), 10, 64)
+	s.session, errs[2] = strconv.Atoi(string(fields[3]))
+	s.startTicks, errs[3] = strconv.ParseUint(string(fields[19]), 10, 64)
 	for _, e := range errs {
 		if e != nil {
 			return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, e)
@@ -128,11 +130,15 @@ type Member struct {
 	StartTicks uint64
 }
 
-// GroupMembers lists the live processes of group pgid that started no
-// earlier than notBefore: a process older than the group's leader cannot
-// be one of its members, only an unrelated holder of a reused group id.
-func GroupMembers(pgid int, notBefore uint64) []Member {
-	if pgid <= 1 {
+// GroupMembers lists the live processes of group pgid in session sid that
+// started no earlier than notBefore. A monitor's group lives in its
+// guardian's session (the guardian is a session leader, and a group never
+// spans sessions), so sid is the guardian's pid. Once the leader is gone
+// its pid can be reused, and with it the group id: a process older than
+// the leader, or in another session, is an unrelated holder of that id,
+// never one of the members.
+func GroupMembers(pgid, sid int, notBefore uint64) []Member {
+	if pgid <= 1 || sid <= 1 {
 		return nil
 	}
 	d, err := os.Open("/proc")
@@ -148,7 +154,7 @@ func GroupMembers(pgid int, notBefore uint64) []Member {
 			continue
 		}
 		s, err := readStat(pid)
-		if err == nil && s.pgrp == pgid && s.alive() && s.startTicks >= notBefore {
+		if err == nil && s.pgrp == pgid && s.session == sid && s.alive() && s.startTicks >= notBefore {
 			out = append(out, Member{PID: pid, StartTicks: s.startTicks})
 		}
 	}

@@ -40,7 +40,7 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	}
 	if provable(m) {
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
-		members := GroupMembers(m.PGID, m.ChildStartTicks)
+		members := GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks)
 		if len(members) > 0 {
 			send := func(sig unix.Signal) {
 				n := 0
@@ -59,7 +59,7 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 				members = waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
 			}
 		}
-		left := GroupMembers(m.PGID, m.ChildStartTicks)
+		left := GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks)
 		r.GroupEmptyVerified = len(left) == 0
 		for _, p := range left {
 			r.KillUnconfirmed = append(r.KillUnconfirmed, p.PID)
