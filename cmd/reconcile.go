@@ -16,9 +16,12 @@ func newReconcileCmd(env *Env, g *globals) *cobra.Command {
 		Long: `For a needs_reconciliation monitor only: if the recorded group can still be
 proven to be the one procmon started (this boot, and no other process holds
 the recorded pid), drain what is left of it (SIGTERM, grace, SIGKILL) and
-write a receipt with custody "reconciled"; if it cannot be proven, kill
-nothing and write custody "unverified". Never shows an exit code it did not
-see; never restarts or adopts the service.`,
+write a receipt with custody "reconciled". What is left of it is every
+process with the recorded group id, in the lost guardian's session,
+started no earlier than the service: nothing else is ever signalled. If
+the group cannot be proven, kill nothing and write custody "unverified".
+Never shows an exit code it did not see; never restarts or adopts the
+service.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
