@@ -3,21 +3,27 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 
+	"procmon/cmd"
 	"procmon/internal/proc"
 	"procmon/internal/state"
 )
@@ -344,3 +350,144 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
 	}
 }
+
+// TestWaitIsNoSecretOracle plays the attack of guessing a registered
+// secret one character at a time, through wait and through the guardian's
+// control socket, and checks that no answer tells a guess that begins the
+// secret from one that does not: every output wait waits out its timeout
+// and answers the same observation, and every control request that carries
+// a text is refused alike. The guesses run in-process, many at a time, so
+// a few hundred cost a few seconds.
+func TestWaitIsNoSecretOracle(t *testing.T) {
+	const secret = "tok-Q7f3k9Zx2mW4pL"
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
+	run("configure", "--enable")
+	var started struct {
+		MonitorID string `json:"monitor_id"`
+	}
+	if err := json.Unmarshal(run("start", "--env", "API_TOKEN="+secret, "--", "printer", "-stay", "-env", "API_TOKEN"), &started); err != nil {
+		t.Fatal(err)
+	}
+	id := started.MonitorID
+	defer run("cancel", id)
+	run("wait", id, "--output", "[REDACTED]", "--timeout", "30")
+
+	// Each guess ends with a candidate for the next character of the
+	// secret after a prefix the attacker has (or has not) found; one in
+	// each 64 is right. The whole secret and the secret inside a longer
+	// text are guessed too.
+	const alphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+	var guesses []string
+	for k := 3; k < 7; k++ {
+		for _, c := range alphabet {
+			guesses = append(guesses, "key="+secret[:k]+string(c))
+		}
+	}
+	guesses = append(guesses, secret, "key="+secret+" end")
+
+	env := func(stdout *bytes.Buffer) *cmd.Env {
+		return &cmd.Env{
+			Stdin:  strings.NewReader(""),
+			Stdout: stdout,
+			Stderr: io.Discard,
+			Getenv: func(k string) string {
+				switch k {
+				case "PROCMON_STATE_DIR":
+					return stateDir
+				case "PROCMON_RUN", "XDG_STATE_HOME":
+					return ""
+				}
+				return os.Getenv(k)
+			},
+			Environ: os.Environ,
+			Getwd:   os.Getwd,
+			Now:     time.Now,
+		}
+	}
+	type answer struct {
+		status int
+		out    string
+	}
+	answers := make([]answer, len(guesses))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				var stdout bytes.Buffer
+				status := cmd.Run([]string{"wait", id, "--output", guesses[i], "--timeout", "1"}, env(&stdout))
+				answers[i] = answer{status, stdout.String()}
+			}
+		}()
+	}
+	for i := range guesses {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	// The answers may differ only in the condition they echo and in
+	// elapsed time, which must be the whole timeout for every guess.
+	var first string
+	for i, a := range answers {
+		var resp map[string]any
+		if err := json.Unmarshal([]byte(a.out), &resp); err != nil {
+			t.Fatalf("guess %d: exit status %d, response %q: %v", i, a.status, a.out, err)
+		}
+		obs, _ := resp["observation"].(map[string]any)
+		elapsed, _ := obs["elapsed_ms"].(float64)
+		if a.status != 0 || resp["outcome"] != "timeout" || elapsed < 1000 {
+			t.Fatalf("guess %d (a prefix of the secret: %v): exit status %d, %s; want outcome timeout after the whole second",
+				i, strings.HasSuffix(guesses[i], secret[:4]) || strings.Contains(guesses[i], secret), a.status, redactFor(a.out, secret))
+		}
+		delete(resp, "condition")
+		delete(obs, "elapsed_ms")
+		rest, _ := json.Marshal(resp)
+		if i == 0 {
+			first = string(rest)
+		} else if string(rest) != first {
+			t.Fatalf("guess %d answered %s, guess 0 %s", i, redactFor(string(rest), secret), redactFor(first, secret))
+		}
+	}
+
+	// The guardian's control socket takes no text to redact: every such
+	// request gets the same refusal, whatever the text.
+	dir := &state.Dir{Path: stateDir}
+	mdir, err := unix.Open(dir.MonitorDir(id), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(mdir)
+	sock := fmt.Sprintf("/proc/self/fd/%d/%s", mdir, state.ControlName)
+	var firstReply string
+	for i, g := range guesses {
+		req, _ := json.Marshal(map[string]string{"op": "redact", "text": g})
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatalf("dial the guardian: %v", err)
+		}
+		conn.SetDeadline(time.Now().Add(patience))
+		conn.Write(append(req, '\n'))
+		reply, err := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if err != nil {
+			t.Fatalf("guess %d: read the guardian's reply: %v", i, err)
+		}
+		if i == 0 {
+			firstReply = reply
+		} else if reply != firstReply {
+			t.Fatalf("the guardian answered guess %d with %s, guess 0 with %s", i, redactFor(reply, secret), redactFor(firstReply, secret))
+		}
+	}
+	if !strings.Contains(firstReply, `"code":"invalid_request"`) {
+		t.Fatalf("the guardian answered a text to redact with %s, want a refusal", firstReply)
+	}
+}
+
+// redactFor keeps a test's failure message from printing the secret it
+// guards.
+func redactFor(s, secret string) string { return strings.ReplaceAll(s, secret, "<secret>") }

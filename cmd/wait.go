@@ -5,7 +5,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -57,9 +56,11 @@ output are in the observation); or unavailable (its custody is unverified:
 see procmon status). Each outcome exits 0.
 
 --output matches a literal in the redacted output that procmon logs shows,
-from its very start, so a line printed before the wait began counts; a
-text holding one of the service's credentials is refused, since the
-output shows it as [REDACTED].
+from its very start, so a line printed before the wait began counts. A
+credential shows there only as [REDACTED], so a text holding one never
+matches: the wait times out like any text not printed (it is not refused:
+an answer that told such a text from another would let anyone guess a
+credential a character at a time).
 --exit holds once the service has ended with a verified receipt, whatever
 its exit code. --file needs a regular file at a clean path relative to the
 service's working directory, read whole while it did not change; symlinks,
@@ -198,12 +199,6 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running: check it with procmon status %s", id, elapsed, id).
 			With("monitor_id", id).With("elapsed_ms", elapsed)
 	}
-	if err := refuseRedactedText(ctx, dir, o, cond, start, timeout); err != nil {
-		if ctx.Err() != nil {
-			return nil, interrupted()
-		}
-		return nil, err
-	}
 	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now, Start: start})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -231,38 +226,6 @@ func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
 		return wait.Rules{}, err
 	}
 	return wait.Rules{Root: root, StateDir: stateDir, PrivatePaths: r.Policy.Private()}, nil
-}
-
-// refuseRedactedText refuses an output condition whose text holds one of
-// the monitor's credentials: the stored output shows it redacted, so the
-// text could never match. Only the live guardian knows the credentials;
-// once it is gone the wait goes ahead and reports how the monitor ended.
-func refuseRedactedText(ctx context.Context, dir *state.Dir, o *proc.Observation, cond wait.Condition, start time.Time, timeout time.Duration) error {
-	if cond.Kind != wait.KindOutput || (o.Status != state.StatusRunning && o.Status != state.StatusSettling) {
-		return nil
-	}
-	id := o.Monitor.MonitorID
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, start.Add(timeout))
-		defer cancel()
-	}
-	redacted, err := proc.RedactLike(ctx, dir, id, cond.Text)
-	var pe *protocol.Error
-	if err != nil && !errors.As(err, &pe) {
-		// No guardian answered (gone, stopped, or not within the wait's
-		// timeout): the text cannot be checked, and the wait itself will
-		// say what became of the monitor.
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if redacted != cond.Text {
-		return protocol.Errorf(protocol.CodeInvalidCondition, "output condition text holds a credential of %s; its output shows it as %q, so the text could never match: wait for a text without the credential", id, redacted).
-			With("field", "text").With("reason", "redacted")
-	}
-	return nil
 }
 
 // custodyOf is what a wait needs of an observation. A receipt whose

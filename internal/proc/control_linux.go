@@ -17,18 +17,20 @@ import (
 )
 
 // controlRequest is one request on a guardian's private control socket.
+// No operation takes a text of the caller's: the guardian holds the
+// service's secrets, and no answer it gives may depend on them (an answer
+// that redacted a caller's text would let any process of the user guess a
+// secret one character at a time).
 type controlRequest struct {
-	Op      string `json:"op"` // "cancel", "ping", "redact" or "watch"
+	Op      string `json:"op"` // "cancel", "ping" or "watch"
 	GraceMs int64  `json:"grace_ms,omitempty"`
 	Reason  string `json:"reason,omitempty"`
-	Text    string `json:"text,omitempty"`
 }
 
 // controlReply answers a control request.
 type controlReply struct {
 	Receipt *state.Receipt `json:"receipt,omitempty"`
 	Phase   string         `json:"phase,omitempty"`
-	Text    *string        `json:"text,omitempty"`
 	// Captured, Logged and LogError are the live output counters.
 	Captured int64               `json:"captured,omitempty"`
 	Logged   int64               `json:"logged,omitempty"`
@@ -164,11 +166,6 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		if e := g.out.logErr.Load(); e != nil {
 			reply.LogError = *e
 		}
-	case "redact":
-		// Only the guardian holds the secrets, so only it can say what a
-		// text looks like in the redacted stream.
-		redacted := g.redactText(req.Text)
-		reply.Text = &redacted
 	case "watch":
 		g.serveWatch(conn)
 		return
@@ -261,21 +258,6 @@ func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*sta
 
 // IsNoGuardian reports whether err means no guardian answered.
 func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
-
-// RedactLike returns text as the monitor's redacted stream would show it,
-// asking its guardian, the only holder of the secrets. A wait uses it to
-// refuse an output condition that could never match.
-// It gives up when ctx ends.
-func RedactLike(ctx context.Context, dir *state.Dir, id, text string) (string, error) {
-	reply, err := askContext(ctx, dir.MonitorDir(id), controlRequest{Op: "redact", Text: text}, 10*time.Second)
-	if err != nil {
-		return "", err
-	}
-	if reply.Text == nil {
-		return "", protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without text", id)
-	}
-	return *reply.Text, nil
-}
 
 // LiveCounters refreshes a live monitor's output counters from its
 // guardian; the record's copy is only as fresh as the last heartbeat.
