@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -113,7 +112,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	if !o.Terminal() {
 		proc.LiveCounters(dir, m)
 	}
-	w, err := state.ReadLogWindow(filepath.Join(dir.MonitorDir(m.MonitorID), state.LogName), req.Offset, maxBytes, o.Terminal() || o.Status == state.StatusNeedsReconciliation)
+	w, err := dir.ReadLogWindow(m.MonitorID, req.Offset, maxBytes, o.Terminal() || o.Status == state.StatusNeedsReconciliation)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +160,6 @@ func followLogs(env *Env, req logsRequest) error {
 	if req.Offset != nil {
 		offset = *req.Offset
 	}
-	path := filepath.Join(dir.MonitorDir(req.MonitorID), state.LogName)
 	safety := time.NewTicker(2 * time.Second)
 	defer safety.Stop()
 	for {
@@ -171,7 +169,7 @@ func followLogs(env *Env, req logsRequest) error {
 		}
 		final := o.Terminal() || o.Status == state.StatusNeedsReconciliation
 		for {
-			w, err := state.ReadLogWindow(path, &offset, 1<<20, final)
+			w, err := dir.ReadLogWindow(req.MonitorID, &offset, 1<<20, final)
 			if err != nil {
 				return err
 			}

@@ -1,29 +1,40 @@
 package state
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // tempPrefix marks files that a writer has not yet renamed into place; a
 // reader ignores them, whoever left them.
 const tempPrefix = ".tmp-"
 
-// writeFileAtomic replaces dir/name with data so that a reader sees either
-// the old file or the new one, never a mix. With durable false it skips the
-// fsyncs, for records whose loss in a crash is harmless.
-func writeFileAtomic(dir, name string, data []byte, durable bool) (err error) {
-	f, err := os.CreateTemp(dir, tempPrefix+name+"-")
+// writeFileAtomic replaces dir/name, dir inside the state directory root,
+// with data so that a reader sees either the old file or the new one,
+// never a mix. The directory is reached through checked components and
+// the temp file is made new (O_EXCL, no link followed), so nothing is
+// written outside the state directory whatever was planted in it. With
+// durable false it skips the fsyncs, for records whose loss in a crash is
+// harmless.
+func writeFileAtomic(root, dir, name string, data []byte, durable bool) (err error) {
+	dirfd, err := openDir(root, dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	tmp := NewID(tempPrefix + name + "-")
+	f, err := openFileAt(dirfd, dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600, 0)
 	if err != nil {
 		return fmt.Errorf("create temp file for %s: %w", name, err)
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
@@ -37,24 +48,40 @@ func writeFileAtomic(dir, name string, data []byte, durable bool) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", name, err)
 	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename %s into place: %w", name, err)
+	if err = unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
+		return fmt.Errorf("rename %s into place in %s: %w", name, dir, err)
 	}
 	if durable {
-		if err = syncDir(dir); err != nil {
-			return err
+		if err = unix.Fsync(dirfd); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", dir, err)
 		}
 	}
 	return nil
 }
 
+// syncTrusted fsyncs dir, a directory inside the state directory root.
+func syncTrusted(root, dir string) error {
+	fd, err := openDir(root, dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs the directory at dir, one procmon has just made or
+// written through. It opens only a directory, never through a link at its
+// end, and never waits on what it opens.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|openFlags, 0)
 	if err != nil {
 		return fmt.Errorf("open %s to fsync: %w", dir, err)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
@@ -62,3 +89,17 @@ func syncDir(dir string) error {
 
 // isTemp reports whether a directory entry is a writer's temp file.
 func isTemp(name string) bool { return strings.HasPrefix(name, tempPrefix) }
+
+// removeTrusted removes dir/name, dir inside the state directory root,
+// unless it is missing.
+func removeTrusted(root, dir, name string) error {
+	dirfd, err := openDir(root, dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove %s: %w", filepath.Join(dir, name), err)
+	}
+	return nil
+}

@@ -23,13 +23,25 @@ import (
 // Overwriting in place is safe because the file holds two slots, each a
 // whole checksummed record in its own page, and a write always goes to the
 // slot that does not hold the newest count. A write torn by a crash
-// damages only that slot: the other still holds the count before it, and
-// that write had not returned, so no ordinal was ever handed out from it.
+// damages only that slot: the other still holds the count before it.
+//
+// A damaged slot cannot say what it held. Torn by a crash, it held the
+// count being written, whose ordinal was never handed out; damaged later,
+// it may have held the newest count, whose ordinal was. So a damaged slot
+// is taken to have held one more than the other slot: that ordinal is
+// burnt (written into the damaged slot, durably, before the next one is
+// taken), never handed out again. Two valid slots always differ by at
+// most one; any other pair, or a count no start could reach, is
+// state_corrupt.
 const (
 	budgetName = "budget"
 	slotSize   = 4096
 	slotCount  = 2
+	budgetSize = slotSize * slotCount
 )
+
+// maxOrdinal is far above any command_limit and far from overflowing.
+const maxOrdinal = 1 << 53
 
 // budget is a run's durable command-ordinal counter.
 type budget struct {
@@ -51,50 +63,85 @@ func encodeBudgetSlot(b budget) ([]byte, error) {
 	return slot, nil
 }
 
-// createBudget writes a new budget file with the count in both slots and
-// fsyncs it; the caller makes its directory entry durable.
-func createBudget(dir string, b budget) error {
+// createBudget writes a new budget file in dir, inside the state
+// directory root, with the count in both slots and fsyncs it; the caller
+// makes its directory entry durable.
+func createBudget(root, dir string, b budget) error {
 	slot, err := encodeBudgetSlot(b)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, budgetName, bytes.Repeat(slot, slotCount), true)
+	return writeFileAtomic(root, dir, budgetName, bytes.Repeat(slot, slotCount), true)
 }
 
-// readBudget returns the newest valid count in f and the slot to write
-// the next one to (the other slot). Only when no slot is valid is the
-// budget state_corrupt.
-func readBudget(f *os.File) (b budget, next int64, err error) {
-	data := make([]byte, slotSize*slotCount+1)
+// budgetState is what the two slots of a budget say.
+type budgetState struct {
+	// used is the count to go on from: every ordinal up to it may have
+	// been handed out.
+	used int64
+	// next is the offset of the slot the next count goes to.
+	next int64
+	// burn, when set, is the offset of a damaged slot that must hold used
+	// (durably) before another ordinal is taken.
+	burn *int64
+}
+
+// readBudget reads the two slots of f and says where to go on from; a
+// budget that cannot be trusted is state_corrupt.
+func readBudget(f *os.File) (budgetState, error) {
+	corrupt := func(format string, args ...any) error {
+		return protocol.Errorf(protocol.CodeStateCorrupt, "budget %s %s; it is not trusted. Inspect or remove the run by hand", f.Name(), fmt.Sprintf(format, args...)).With("path", f.Name())
+	}
+	data := make([]byte, budgetSize+1)
 	n, err := io.ReadFull(f, data)
 	if err != io.ErrUnexpectedEOF {
 		if err == nil {
-			err = errors.New("longer than its two slots")
+			return budgetState{}, corrupt("is longer than its two slots")
 		}
-		return b, 0, protocol.Errorf(protocol.CodeStateCorrupt, "read budget %s: %v", f.Name(), err).With("path", f.Name())
+		return budgetState{}, corrupt("cannot be read: %v", err)
 	}
-	if n != slotSize*slotCount {
-		return b, 0, protocol.Errorf(protocol.CodeStateCorrupt, "budget %s is %d bytes, want %d; it is not trusted", f.Name(), n, slotSize*slotCount).With("path", f.Name())
+	if n != budgetSize {
+		return budgetState{}, corrupt("is %d bytes, want %d", n, budgetSize)
 	}
-	newest := -1
+	var slots [slotCount]*budget
 	var firstErr error
 	for i := range slotCount {
 		var s budget
 		raw := bytes.TrimRight(data[i*slotSize:(i+1)*slotSize], "\n")
-		if err := decodeRecord(fmt.Sprintf("%s (slot %d)", f.Name(), i), "budget", raw, &s); err != nil {
+		err := decodeRecord(fmt.Sprintf("%s (slot %d)", f.Name(), i), "budget", raw, &s)
+		if err == nil && (s.Used < 0 || s.Used > maxOrdinal) {
+			err = corrupt("slot %d holds the count %d, which no start reaches", i, s.Used)
+		}
+		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		if newest < 0 || s.Used > b.Used {
-			b, newest = s, i
+		slots[i] = &s
+	}
+	a, b := slots[0], slots[1]
+	switch {
+	case a == nil && b == nil:
+		return budgetState{}, firstErr
+	case a != nil && b != nil:
+		if d := a.Used - b.Used; d < -1 || d > 1 {
+			return budgetState{}, corrupt("holds %d and %d in its slots, which no sequence of starts leaves", a.Used, b.Used)
 		}
+		// The newer slot is the larger; on a tie (a new budget) slot 0.
+		if b.Used > a.Used {
+			return budgetState{used: b.Used, next: 0}, nil
+		}
+		return budgetState{used: a.Used, next: slotSize}, nil
 	}
-	if newest < 0 {
-		return b, 0, firstErr
+	valid, damaged := int64(0), int64(slotSize)
+	good := a
+	if a == nil {
+		valid, damaged, good = slotSize, 0, b
 	}
-	return b, int64((newest+1)%slotCount) * slotSize, nil
+	// The damaged slot may have held good.Used+1, already handed out: it
+	// is burnt into that slot, and the next count goes to the other.
+	return budgetState{used: good.Used + 1, next: valid, burn: &damaged}, nil
 }
 
 // budgetPath is the budget file of the run directory dir.
@@ -109,32 +156,50 @@ func budgetPath(dir string) string { return filepath.Join(dir, budgetName) }
 // must not act on the ordinal until TakeOrdinal has returned it. Its
 // error is TakeOrdinal's; the ordinal is then used up all the same.
 func (d *Dir) TakeOrdinal(id string, limit *int64, whileSyncing func(ordinal int64) error) (int64, error) {
+	if err := ValidRunID(id); err != nil {
+		return 0, err
+	}
 	var ordinal int64
 	dir := d.runDir(id)
-	err := withLock(dir, func() error {
-		if err := migrateLegacyBudget(dir); err != nil {
+	err := withLock(d.Path, dir, func() error {
+		if err := d.migrateLegacyBudget(dir); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(budgetPath(dir), os.O_RDWR, 0)
+		// Under the run's lock, which ending the run takes too: a start
+		// either takes its slot before the run ends, and its monitor is
+		// drained by the end, or is refused.
+		if r, err := d.LoadRun(id); err != nil {
+			return err
+		} else if r.EndedAtMs != nil {
+			return protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and starts nothing more", id).With("run_id", id)
+		}
+		f, err := openFile(d.Path, dir, budgetName, unix.O_RDWR, 0, budgetSize)
 		if err != nil {
-			return protocol.Errorf(protocol.CodeStateCorrupt, "open budget of run %s: %w", id, err).With("run_id", id)
+			if errors.Is(err, fs.ErrNotExist) {
+				return protocol.Errorf(protocol.CodeStateCorrupt, "run %s has no budget file in %s; it is not trusted", id, dir).With("run_id", id)
+			}
+			return err
 		}
 		defer f.Close()
-		b, next, err := readBudget(f)
+		st, err := readBudget(f)
 		if err != nil {
 			return err
 		}
-		if limit != nil && b.Used >= *limit {
-			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots; start a new run (procmon run new) for more", id, b.Used, *limit).
-				With("run_id", id).With("used", b.Used).With("command_limit", *limit)
+		if limit != nil && st.used >= *limit {
+			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots; start a new run (procmon run new) for more", id, st.used, *limit).
+				With("run_id", id).With("used", st.used).With("command_limit", *limit)
 		}
-		b.Used++
-		slot, err := encodeBudgetSlot(b)
-		if err != nil {
+		if st.burn != nil {
+			if err := writeBudgetSlot(f, id, budget{Used: st.used}, *st.burn); err != nil {
+				return err
+			}
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				return fmt.Errorf("fdatasync budget of run %s: %w", id, err)
+			}
+		}
+		b := budget{Used: st.used + 1}
+		if err := writeBudgetSlot(f, id, b, st.next); err != nil {
 			return err
-		}
-		if _, err := f.WriteAt(slot, next); err != nil {
-			return fmt.Errorf("write budget of run %s: %w", id, err)
 		}
 		if whileSyncing != nil {
 			if err := whileSyncing(b.Used); err != nil {
@@ -150,6 +215,18 @@ func (d *Dir) TakeOrdinal(id string, limit *int64, whileSyncing func(ordinal int
 	return ordinal, err
 }
 
+// writeBudgetSlot writes b into the slot at offset off of f.
+func writeBudgetSlot(f *os.File, id string, b budget, off int64) error {
+	slot, err := encodeBudgetSlot(b)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(slot, off); err != nil {
+		return fmt.Errorf("write budget of run %s: %w", id, err)
+	}
+	return nil
+}
+
 // legacyBudgetName is the budget of runs made before the two-slot file:
 // one record, replaced whole on every start.
 const legacyBudgetName = "budget.json"
@@ -157,45 +234,49 @@ const legacyBudgetName = "budget.json"
 // migrateLegacyBudget turns a run's legacy budget into the two-slot file
 // with the same count, durably, before the legacy file goes. The caller
 // holds the run's lock, so no start takes a slot meanwhile.
-func migrateLegacyBudget(dir string) error {
-	legacy := filepath.Join(dir, legacyBudgetName)
-	if _, err := os.Lstat(budgetPath(dir)); !errors.Is(err, fs.ErrNotExist) {
-		return nil
+func (d *Dir) migrateLegacyBudget(dir string) error {
+	if f, err := openFile(d.Path, dir, budgetName, unix.O_RDONLY, 0, budgetSize); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			f.Close()
+		}
+		return nil // the open that follows says what is wrong with it
 	}
 	var b budget
-	if err := readRecord(legacy, "budget", &b); err != nil {
+	if err := readRecord(d.Path, dir, legacyBudgetName, "budget", &b); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // neither file: the open that follows says so
 		}
 		return err
 	}
-	if err := createBudget(dir, b); err != nil {
+	if err := createBudget(d.Path, dir, b); err != nil {
 		return err
 	}
-	if err := os.Remove(legacy); err != nil {
+	if err := removeTrusted(d.Path, dir, legacyBudgetName); err != nil {
 		return fmt.Errorf("remove the legacy budget of %s: %w", dir, err)
 	}
-	return syncDir(dir)
+	return syncTrusted(d.Path, dir)
 }
 
 // BudgetUsed reports how many command slots a run has used.
 func (d *Dir) BudgetUsed(id string) (int64, error) {
-	f, err := os.Open(budgetPath(d.runDir(id)))
+	if err := ValidRunID(id); err != nil {
+		return 0, err
+	}
+	dir := d.runDir(id)
+	f, err := openFile(d.Path, dir, budgetName, unix.O_RDONLY, 0, budgetSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A run from before the two-slot file, not migrated yet: its first
 		// start migrates it.
 		var b budget
-		if err := readRecord(filepath.Join(d.runDir(id), legacyBudgetName), "budget", &b); err == nil {
+		if err := readRecord(d.Path, dir, legacyBudgetName, "budget", &b); err == nil {
 			return b.Used, nil
 		}
+		return 0, err
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return 0, err
-		}
-		return 0, protocol.Errorf(protocol.CodeStateCorrupt, "open budget of run %s: %w", id, err).With("run_id", id)
+		return 0, err
 	}
 	defer f.Close()
-	b, _, err := readBudget(f)
-	return b.Used, err
+	st, err := readBudget(f)
+	return st.used, err
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,7 +67,7 @@ func TestBudgetWritesAlternateSlots(t *testing.T) {
 	}
 }
 
-func TestBudgetTornSlotFallsBackToTheOther(t *testing.T) {
+func TestBudgetTornSlotBurnsAnOrdinal(t *testing.T) {
 	d, path := newTestRun(t)
 	for range 3 {
 		if _, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil {
@@ -85,16 +86,138 @@ func TestBudgetTornSlotFallsBackToTheOther(t *testing.T) {
 	if got := slotCounts(t, path); got != [2]int64{-1, 3} {
 		t.Fatalf("torn slots %v, want [-1 3]", got)
 	}
-	if used, err := d.BudgetUsed(DefaultRun); err != nil || used != 3 {
-		t.Fatalf("used after a torn write: %d, %v; want 3", used, err)
+	// The torn slot cannot say whether 4 was handed out: it counts as used.
+	if used, err := d.BudgetUsed(DefaultRun); err != nil || used != 4 {
+		t.Fatalf("used after a torn write: %d, %v; want 4", used, err)
 	}
-	// Ordinal 4 was never handed out, so it is the next one, written over
-	// the torn slot.
-	if n, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil || n != 4 {
-		t.Fatalf("take after a torn write: %d, %v; want 4", n, err)
+	// 4 is burnt into the torn slot, then 5 taken in the other.
+	if n, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil || n != 5 {
+		t.Fatalf("take after a torn write: %d, %v; want 5", n, err)
 	}
-	if got := slotCounts(t, path); got != [2]int64{4, 3} {
-		t.Fatalf("slots %v, want [4 3]", got)
+	if got := slotCounts(t, path); got != [2]int64{4, 5} {
+		t.Fatalf("slots %v, want [4 5]", got)
+	}
+}
+
+// damageSlot is one way a slot's page can be damaged: by a torn write, by
+// the medium, or by hand.
+type damageSlot func(t *testing.T, slot []byte)
+
+var slotDamages = map[string]damageSlot{
+	"torn write of the next count": func(t *testing.T, slot []byte) {
+		next, _ := encodeBudgetSlot(budget{Used: 99})
+		copy(slot[:len(slot)/2], next)
+		copy(slot[40:60], next[40:60])
+	},
+	"bit flipped in the count": func(t *testing.T, slot []byte) {
+		i := bytes.Index(slot, []byte(`"used":`))
+		slot[i+7] ^= 0x01
+	},
+	"bit flipped in the checksum": func(t *testing.T, slot []byte) {
+		i := bytes.Index(slot, []byte(`"checksum":"`))
+		slot[i+12] ^= 0x01
+	},
+	"zeroed":    func(t *testing.T, slot []byte) { clear(slot) },
+	"blank":     func(t *testing.T, slot []byte) { copy(slot, bytes.Repeat([]byte{'\n'}, len(slot))) },
+	"garbage":   func(t *testing.T, slot []byte) { copy(slot, bytes.Repeat([]byte("\xff{"), len(slot)/2)) },
+	"half gone": func(t *testing.T, slot []byte) { clear(slot[len(slot)/3:]) },
+	"another kind of record": func(t *testing.T, slot []byte) {
+		rec, _ := encodeRecord("run", budget{Used: 1})
+		copy(slot, bytes.Repeat([]byte{'\n'}, len(slot)))
+		copy(slot, rec)
+	},
+	"another schema": func(t *testing.T, slot []byte) {
+		slot[bytes.Index(slot, []byte(`"schema":`))+9] = '7'
+	},
+	"a negative count": func(t *testing.T, slot []byte) {
+		bad, _ := encodeBudgetSlot(budget{Used: -2})
+		copy(slot, bad)
+	},
+	"a count past any start": func(t *testing.T, slot []byte) {
+		bad, _ := encodeBudgetSlot(budget{Used: 1<<63 - 1})
+		copy(slot, bad)
+	},
+}
+
+// One damaged slot never hands out an ordinal twice: whichever slot is
+// damaged (the newest or the older), in whichever way, the next ordinals
+// are new ones, or the budget is refused as state_corrupt.
+func TestBudgetDamagedSlotNeverRepeatsAnOrdinal(t *testing.T) {
+	for name, damage := range slotDamages {
+		for _, taken := range []int{2, 3} { // slot 0, then slot 1 holds the newest
+			for damaged := range slotCount {
+				t.Run(fmt.Sprintf("%s/%d taken/slot %d", name, taken, damaged), func(t *testing.T) {
+					d, path := newTestRun(t)
+					handed := map[int64]bool{}
+					for range taken {
+						n, err := d.TakeOrdinal(DefaultRun, nil, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						handed[n] = true
+					}
+					data, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					damage(t, data[damaged*slotSize:(damaged+1)*slotSize])
+					if err := os.WriteFile(path, data, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					if used, err := d.BudgetUsed(DefaultRun); err == nil && used < int64(taken) {
+						t.Fatalf("used %d after %d ordinals were handed out", used, taken)
+					} else if err != nil && !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+						t.Fatalf("used: %v; want a count or state_corrupt", err)
+					}
+					for range 3 {
+						n, err := d.TakeOrdinal(DefaultRun, nil, nil)
+						if protocol.HasCode(err, protocol.CodeStateCorrupt) {
+							return
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						if handed[n] || n <= int64(taken) {
+							t.Fatalf("ordinal %d handed out again (had %v)", n, handed)
+						}
+						handed[n] = true
+					}
+					// Once the damaged slot is written over, the budget is
+					// whole again and goes on one by one.
+					if got := slotCounts(t, path); got[0] < 0 || got[1] < 0 || got[0]-got[1] > 1 || got[1]-got[0] > 1 {
+						t.Fatalf("slots after recovery %v", got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// Two valid slots that no sequence of starts leaves (a slot rewritten by
+// hand with a valid checksum) are not guessed between: state_corrupt.
+func TestBudgetInconsistentSlotsAreRefused(t *testing.T) {
+	d, path := newTestRun(t)
+	for range 3 {
+		if _, err := d.TakeOrdinal(DefaultRun, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, _ := encodeBudgetSlot(budget{Used: 9})
+	f.WriteAt(far, 0) // slots [9 3]
+	f.Close()
+	before, _ := os.ReadFile(path)
+	if n, err := d.TakeOrdinal(DefaultRun, nil, nil); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+		t.Fatalf("take: %d, %v; want state_corrupt", n, err)
+	}
+	if _, err := d.BudgetUsed(DefaultRun); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+		t.Fatalf("used: %v; want state_corrupt", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("a refused budget was written to")
 	}
 }
 
@@ -152,7 +275,7 @@ func TestLegacyBudgetIsMigrated(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeRecord(dir, legacyBudgetName, "budget", budget{Used: 5}, true); err != nil {
+	if err := writeRecord(d.Path, dir, legacyBudgetName, "budget", budget{Used: 5}, true); err != nil {
 		t.Fatal(err)
 	}
 	if used, err := d.BudgetUsed(DefaultRun); err != nil || used != 5 {

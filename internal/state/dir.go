@@ -1,7 +1,6 @@
 package state
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -30,7 +29,8 @@ func Resolve(getenv func(string) string) (string, error) {
 }
 
 // Open creates the state directory if needed (mode 0700) and refuses one
-// that another user owns or that group or others may write.
+// that another user owns or that group or others may write; so too its
+// runs/ and monitors/ directories.
 func Open(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, protocol.Errorf(protocol.CodeStateUnsafe, "create state directory %s: %w", path, err)
@@ -80,11 +80,7 @@ const (
 )
 
 func (d *Dir) mkdirPrivate(rel string) error {
-	p := filepath.Join(d.Path, rel)
-	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return protocol.Errorf(protocol.CodeStateUnsafe, "create %s: %w", p, err)
-	}
-	return nil
+	return mkdirTrusted(d.Path, d.Path, rel)
 }
 
 // Contains reports whether an absolute path lies inside the state directory.

@@ -3,10 +3,8 @@ package state
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
@@ -59,25 +57,26 @@ func appendEnvelope(b []byte, kind string, body []byte) []byte {
 	return append(b, "}\n"...)
 }
 
-// writeRecord stores v as a checksummed record of the given kind.
-func writeRecord(dir, name, kind string, v any, durable bool) error {
+// writeRecord stores v as a checksummed record of the given kind at
+// dir/name, dir inside the state directory root.
+func writeRecord(root, dir, name, kind string, v any, durable bool) error {
 	data, err := encodeRecord(kind, v)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, name, data, durable)
+	return writeFileAtomic(root, dir, name, data, durable)
 }
 
-// readRecord loads a record, verifying its schema, kind and checksum.
-func readRecord(path, kind string, v any) error {
-	data, err := os.ReadFile(path)
+// readRecord loads the record at dir/name, dir inside the state directory
+// root, checked as every file of the state directory is (trusted.go) and
+// verifying its schema, kind and checksum. A missing record is
+// fs.ErrNotExist.
+func readRecord(root, dir, name, kind string, v any) error {
+	data, err := readTrusted(root, dir, name)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return protocol.Errorf(protocol.CodeStateCorrupt, "read %s: %w", path, err)
+		return err
 	}
-	return decodeRecord(path, kind, data, v)
+	return decodeRecord(filepath.Join(dir, name), kind, data, v)
 }
 
 func decodeRecord(path, kind string, data []byte, v any) error {

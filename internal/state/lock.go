@@ -1,12 +1,12 @@
 package state
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
-	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/protocol"
 )
@@ -20,18 +20,35 @@ const lockName = "lock"
 // is wedged keeps it longer; a command then fails instead of hanging.
 const lockPatience = 10 * time.Second
 
-// withLock runs fn while holding the exclusive flock of dir.
-func withLock(dir string, fn func() error) error {
-	l := flock.New(filepath.Join(dir, lockName))
-	ctx, cancel := context.WithTimeout(context.Background(), lockPatience)
-	defer cancel()
-	ok, err := l.TryLockContext(ctx, time.Millisecond)
-	if !ok {
-		if err == nil || ctx.Err() != nil {
+// lockRetry is how often a lock held by another process is tried again.
+const lockRetry = time.Millisecond
+
+// withLock runs fn while holding the exclusive flock of dir, a directory
+// inside the state directory root. The lock file is opened (and made when
+// missing) like every file of the state directory: a link, a FIFO or a
+// file of another user in its place is refused, never followed or
+// created elsewhere.
+func withLock(root, dir string, fn func() error) error {
+	f, err := openFile(root, dir, lockName, unix.O_RDWR|unix.O_CREAT, 0o600, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // closing the last descriptor releases the lock
+	fd := int(f.Fd())
+	deadline := time.Now().Add(lockPatience)
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("lock %s: %w", dir, err)
+		}
+		if time.Now().After(deadline) {
 			return protocol.Errorf(protocol.CodeInternal, "%s stayed locked for %v: a procmon process holding it is stopped or wedged; find it with: fuser %s", dir, lockPatience, filepath.Join(dir, lockName)).With("path", dir)
 		}
-		return fmt.Errorf("lock %s: %w", dir, err)
+		time.Sleep(lockRetry)
 	}
-	defer l.Unlock()
+	defer unix.Flock(fd, unix.LOCK_UN)
 	return fn()
 }

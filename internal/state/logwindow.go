@@ -34,16 +34,22 @@ type LogWindow struct {
 	IncompleteUTF8 bool
 }
 
-// ReadLogWindow reads a window of at most maxBytes of the log at path:
-// from offset when one is given, else the last maxBytes. final says the
-// stream has ended, so a trailing partial sequence is shown (as U+FFFD)
-// rather than held back for the bytes that complete it.
-func ReadLogWindow(path string, offset *int64, maxBytes int64, final bool) (*LogWindow, error) {
-	f, err := os.Open(path)
+// ReadLogWindow reads a window of at most maxBytes of a monitor's output
+// log: from offset when one is given, else the last maxBytes. final says
+// the stream has ended, so a trailing partial sequence is shown (as
+// U+FFFD) rather than held back for the bytes that complete it. The log is
+// opened as OpenLog opens it: a link, a FIFO or a file of another user in
+// its place is refused, never read.
+func (d *Dir) ReadLogWindow(id string, offset *int64, maxBytes int64, final bool) (*LogWindow, error) {
+	f, err := d.OpenLog(id)
 	if err != nil {
-		return nil, fmt.Errorf("open output log: %w", err)
+		return nil, err
 	}
 	defer f.Close()
+	return readLogWindow(f, offset, maxBytes, final)
+}
+
+func readLogWindow(f *os.File, offset *int64, maxBytes int64, final bool) (*LogWindow, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("stat output log: %w", err)

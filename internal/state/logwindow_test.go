@@ -19,6 +19,17 @@ func writeLog(t *testing.T, data string) string {
 	return p
 }
 
+// windowOf reads a window of the log file at path.
+func windowOf(t *testing.T, path string, offset *int64, maxBytes int64, final bool) (*LogWindow, error) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return readLogWindow(f, offset, maxBytes, final)
+}
+
 const mixed = "ascii é 中文 🙂 end\nline two ü€𝄞\n"
 
 func TestLogWindowCursorReassemblesExactly(t *testing.T) {
@@ -27,7 +38,7 @@ func TestLogWindowCursorReassemblesExactly(t *testing.T) {
 		var got strings.Builder
 		var off int64
 		for off < int64(len(mixed)) {
-			w, err := ReadLogWindow(path, &off, size, true)
+			w, err := windowOf(t, path, &off, size, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +70,7 @@ func TestLogWindowCursorReassemblesExactly(t *testing.T) {
 func TestLogWindowTailNeverSplitsACharacter(t *testing.T) {
 	path := writeLog(t, mixed)
 	for size := int64(1); size <= int64(len(mixed))+2; size++ {
-		w, err := ReadLogWindow(path, nil, size, false)
+		w, err := windowOf(t, path, nil, size, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +89,7 @@ func TestLogWindowTailNeverSplitsACharacter(t *testing.T) {
 func TestLogWindowIncompleteTail(t *testing.T) {
 	live := "ready 中"[:len("ready 中")-1] // the child has written 2 of 3 bytes
 	path := writeLog(t, live)
-	w, err := ReadLogWindow(path, nil, 100, false)
+	w, err := windowOf(t, path, nil, 100, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +97,7 @@ func TestLogWindowIncompleteTail(t *testing.T) {
 		t.Fatalf("live stream: %+v", w)
 	}
 	// Once the stream has ended, the partial sequence is shown, replaced.
-	w, _ = ReadLogWindow(path, nil, 100, true)
+	w, _ = windowOf(t, path, nil, 100, true)
 	if w.Text != "ready \uFFFD" || w.IncompleteUTF8 {
 		t.Fatalf("ended stream: %+v", w)
 	}
@@ -94,12 +105,12 @@ func TestLogWindowIncompleteTail(t *testing.T) {
 
 func TestLogWindowInvalidBytesAreReplaced(t *testing.T) {
 	path := writeLog(t, "a\xffb\xc3(c")
-	w, _ := ReadLogWindow(path, nil, 100, true)
+	w, _ := windowOf(t, path, nil, 100, true)
 	if w.Text != "a\uFFFDb\uFFFD(c" || w.OutputBytes != len(w.Text) {
 		t.Fatalf("got %+v", w)
 	}
 	off := int64(99)
-	w, _ = ReadLogWindow(path, &off, 10, true)
+	w, _ = windowOf(t, path, &off, 10, true)
 	if w.Text != "" || w.Offset != 6 || w.NextOffset != 6 {
 		t.Fatalf("offset past the end: %+v", w)
 	}

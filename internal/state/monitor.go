@@ -169,7 +169,7 @@ func (d *Dir) LoadMonitor(id string) (*Monitor, error) {
 		return nil, err
 	}
 	var m Monitor
-	err := readRecord(filepath.Join(d.MonitorDir(id), RecordName), "monitor", &m)
+	err := readRecord(d.Path, d.MonitorDir(id), RecordName, "monitor", &m)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor %s in %s; list monitors with: procmon list --all-runs", id, d.Path).With("monitor_id", id)
 	}
@@ -185,7 +185,10 @@ func (d *Dir) LoadMonitor(id string) (*Monitor, error) {
 // SaveMonitor stores a monitor record whole. durable false skips the
 // fsyncs, for transitions whose loss in a crash changes nothing.
 func (d *Dir) SaveMonitor(m *Monitor, durable bool) error {
-	return writeRecord(d.MonitorDir(m.MonitorID), RecordName, "monitor", m, durable)
+	if err := ValidMonitorID(m.MonitorID); err != nil {
+		return err
+	}
+	return writeRecord(d.Path, d.MonitorDir(m.MonitorID), RecordName, "monitor", m, durable)
 }
 
 // The first record of a monitor is the running handoff that start waits
@@ -278,8 +281,11 @@ func (d *Dir) SaveFirstMonitor(f *os.File, m *Monitor) (err error) {
 
 // UpdateMonitor applies fn to the stored record under the monitor's lock.
 func (d *Dir) UpdateMonitor(id string, fn func(*Monitor) error) (*Monitor, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return nil, err
+	}
 	var out *Monitor
-	err := withLock(d.MonitorDir(id), func() error {
+	err := withLock(d.Path, d.MonitorDir(id), func() error {
 		m, err := d.LoadMonitor(id)
 		if err != nil {
 			return err
@@ -295,11 +301,16 @@ func (d *Dir) UpdateMonitor(id string, fn func(*Monitor) error) (*Monitor, error
 
 // WithMonitorLock runs fn holding the monitor's flock.
 func (d *Dir) WithMonitorLock(id string, fn func() error) error {
-	return withLock(d.MonitorDir(id), fn)
+	if err := ValidMonitorID(id); err != nil {
+		return err
+	}
+	return withLock(d.Path, d.MonitorDir(id), fn)
 }
 
-// MonitorIDs lists every monitor directory, sorted; stray entries and
-// temp files are ignored.
+// MonitorIDs lists every entry of monitors/ named like a monitor, sorted;
+// other names and temp files are ignored. An entry that is not a plain
+// directory is listed all the same, so that reading it says what is wrong
+// with it (state_unsafe) instead of the monitor silently vanishing.
 func (d *Dir) MonitorIDs() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(d.Path, monitorsDir))
 	if err != nil {
@@ -307,7 +318,7 @@ func (d *Dir) MonitorIDs() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if e.IsDir() && !isTemp(e.Name()) && ValidMonitorID(e.Name()) == nil {
+		if !isTemp(e.Name()) && ValidMonitorID(e.Name()) == nil {
 			ids = append(ids, e.Name())
 		}
 	}

@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/early"
 	"procmon/internal/protocol"
@@ -89,24 +90,33 @@ func (d *Dir) CreateRun(r *Run) error {
 		return err
 	}
 	parent := filepath.Join(d.Path, runsDir)
-	tmp, err := os.MkdirTemp(parent, tempPrefix+r.RunID+"-")
+	parentFD, err := openDir(d.Path, parent)
 	if err != nil {
+		return err
+	}
+	defer unix.Close(parentFD)
+	tmpName := NewID(tempPrefix + r.RunID + "-")
+	if err := unix.Mkdirat(parentFD, tmpName, 0o700); err != nil {
 		return fmt.Errorf("create run %s: %w", r.RunID, err)
 	}
+	tmp := filepath.Join(parent, tmpName)
 	defer os.RemoveAll(tmp)
-	if err := createBudget(tmp, budget{}); err != nil {
+	if err := createBudget(d.Path, tmp, budget{}); err != nil {
 		return err
 	}
-	if err := writeRecord(tmp, runName, "run", r, true); err != nil {
+	if err := writeRecord(d.Path, tmp, runName, "run", r, true); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, d.runDir(r.RunID)); err != nil {
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+	if err := unix.Renameat(parentFD, tmpName, parentFD, r.RunID); err != nil {
+		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
 			return fs.ErrExist
 		}
 		return fmt.Errorf("create run %s: %w", r.RunID, err)
 	}
-	return syncDir(parent)
+	if err := unix.Fsync(parentFD); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", parent, err)
+	}
+	return nil
 }
 
 // LoadRun reads a run; an unknown run is unknown_run.
@@ -115,7 +125,7 @@ func (d *Dir) LoadRun(id string) (*Run, error) {
 		return nil, err
 	}
 	var r Run
-	err := readRecord(filepath.Join(d.runDir(id), runName), "run", &r)
+	err := readRecord(d.Path, d.runDir(id), runName, "run", &r)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, protocol.Errorf(protocol.CodeUnknownRun, "no run %q in %s; create one with: procmon run new", id, d.Path).With("run_id", id)
 	}
@@ -127,8 +137,11 @@ func (d *Dir) LoadRun(id string) (*Run, error) {
 
 // UpdateRun applies fn to the stored run under its lock and stores it.
 func (d *Dir) UpdateRun(id string, fn func(*Run) error) (*Run, error) {
+	if err := ValidRunID(id); err != nil {
+		return nil, err
+	}
 	var out *Run
-	err := withLock(d.runDir(id), func() error {
+	err := withLock(d.Path, d.runDir(id), func() error {
 		r, err := d.LoadRun(id)
 		if err != nil {
 			return err
@@ -137,7 +150,7 @@ func (d *Dir) UpdateRun(id string, fn func(*Run) error) (*Run, error) {
 			return err
 		}
 		out = r
-		return writeRecord(d.runDir(id), runName, "run", r, true)
+		return writeRecord(d.Path, d.runDir(id), runName, "run", r, true)
 	})
 	return out, err
 }

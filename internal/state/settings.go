@@ -134,14 +134,14 @@ func (d *Dir) SaveSettings(s Settings) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	return withLock(d.Path, func() error {
-		return writeRecord(d.Path, settingsName, "settings", s, true)
+	return withLock(d.Path, d.Path, func() error {
+		return writeRecord(d.Path, d.Path, settingsName, "settings", s, true)
 	})
 }
 
 // LoadSettings returns the stored settings; ok is false when none are.
 func (d *Dir) LoadSettings() (s Settings, ok bool, err error) {
-	err = readRecord(filepath.Join(d.Path, settingsName), "settings", &s)
+	err = readRecord(d.Path, d.Path, settingsName, "settings", &s)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Settings{}, false, nil
 	}
