@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -28,7 +29,7 @@ func ReadRequest(r io.Reader, v any) error {
 	var envelope struct {
 		Request json.RawMessage `json:"request"`
 	}
-	if err := DecodeStrict(body, &envelope); err != nil {
+	if err := decodeStrict(body, &envelope, true); err != nil {
 		return err
 	}
 	if len(envelope.Request) == 0 || string(envelope.Request) == "null" {
@@ -38,8 +39,20 @@ func ReadRequest(r io.Reader, v any) error {
 }
 
 // DecodeStrict decodes exactly one JSON value from data into v, refusing
-// unknown fields, wrong types and trailing data.
+// unknown fields, wrong types and trailing data, and, at every level of
+// nesting, duplicate keys and keys that match a field only when case is
+// ignored (encoding/json would take "ARGV" for "argv", and the last of two
+// "argv" keys).
 func DecodeStrict(data []byte, v any) error {
+	return decodeStrict(data, v, false)
+}
+
+// decodeStrict is DecodeStrict; with skipRaw it leaves the keys inside
+// json.RawMessage fields to the caller's own strict decoding of them.
+func decodeStrict(data []byte, v any, skipRaw bool) error {
+	if err := checkKeys(data, reflect.TypeOf(v), skipRaw); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
