@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -98,17 +99,47 @@ func (s Settings) Validate() error {
 	if sb.ProcessMonitor && (sb.WorkDuration == nil || sb.WorkDuration.Protocol != WorkDurationV2) {
 		return protocol.Errorf(protocol.CodeLegacyPolicy, "process_monitor needs work_duration with protocol %q; a capture without it keeps the legacy command policy and cannot enable monitors", WorkDurationV2).With("field", "sandbox.work_duration")
 	}
-	for _, p := range s.PrivatePaths {
-		if p == "" || filepath.IsAbs(p) || filepath.Clean(p) != p || p == "." || p == ".." {
-			return protocol.Errorf(protocol.CodeInvalidRequest, "private_paths entry %q must be a clean relative path", p).With("field", "private_paths")
+	for i, p := range s.PrivatePaths {
+		if !cleanRelative(p) {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "private_paths[%d] %q must be a clean relative path inside the component (like .git or config/secrets): not empty, not absolute, no \".\" or \"..\" component, no doubled or trailing slash", i, p).
+				With("field", fmt.Sprintf("private_paths[%d]", i))
 		}
 	}
-	for _, n := range s.SecretEnv {
-		if n == "" {
-			return protocol.Errorf(protocol.CodeInvalidRequest, "secret_env holds an empty name").With("field", "secret_env")
+	for i, n := range s.SecretEnv {
+		if !envName(n) {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "secret_env[%d] %q is not an environment variable name: use letters, digits and _, not starting with a digit", i, n).
+				With("field", fmt.Sprintf("secret_env[%d]", i))
 		}
 	}
 	return nil
+}
+
+// cleanRelative reports whether p is a relative path in its clean form
+// that stays where it starts: no empty, "." or ".." component.
+func cleanRelative(p string) bool {
+	if p == "" || filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
+		return false
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == "." || c == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// envName reports whether n is a portable environment variable name:
+// letters, digits and underscores, not starting with a digit.
+func envName(n string) bool {
+	if n == "" || '0' <= n[0] && n[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(n) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // OwnerGraceSeconds is the ownership window, the seed's 30 when null.
