@@ -5,6 +5,7 @@ package cmd
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -19,8 +20,11 @@ type listOptions struct {
 	format  string
 }
 
-// listRow is one monitor in a listing; a record that cannot be read is
-// listed with its error instead of breaking the listing.
+// listRow is one monitor in a listing; a monitor whose record cannot be
+// read or trusted (state_corrupt, state_unsafe) is listed with its error,
+// naming the path, instead of breaking the listing. Such a row is listed
+// whatever run is selected: the run it belongs to is in the record that
+// could not be read.
 type listRow struct {
 	*monitorView
 	MonitorID string              `json:"monitor_id,omitempty"`
@@ -70,6 +74,11 @@ func runList(env *Env, g *globals, opts listOptions) error {
 	if err != nil {
 		return err
 	}
+	type observedRow struct {
+		view *monitorView
+		o    *proc.Observation
+	}
+	var observed []observedRow
 	for _, id := range ids {
 		o, err := proc.Observe(dir, id)
 		if protocol.HasCode(err, protocol.CodeUnknownMonitor) {
@@ -77,15 +86,28 @@ func runList(env *Env, g *globals, opts listOptions) error {
 		}
 		if err != nil {
 			e := protocol.AsError(err)
-			resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message}})
+			resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
 			continue
 		}
 		if !opts.allRuns && o.Monitor.RunID != resp.RunID {
 			continue
 		}
-		v := viewOf(o)
-		resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, monitorView: &v})
+		row := listRow{MonitorID: id, monitorView: &monitorView{}}
+		resp.Monitors = append(resp.Monitors, row)
+		observed = append(observed, observedRow{row.monitorView, o})
 	}
+	// The views are made all at once: each running monitor's guardian is
+	// asked for its live counters, and one that does not answer costs its
+	// timeout once, not once per row.
+	var wg sync.WaitGroup
+	for _, r := range observed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			*r.view = observedView(dir, r.o)
+		}()
+	}
+	wg.Wait()
 	if opts.format == "table" || (opts.format == "" && env.StdoutIsTerminal) {
 		return writeTable(env, resp)
 	}

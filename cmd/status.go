@@ -53,9 +53,17 @@ func runStatus(env *Env, id string) (*monitorView, error) {
 	if err != nil {
 		return nil, err
 	}
+	v := observedView(dir, o)
+	return &v, nil
+}
+
+// observedView is what status and list show of an observed monitor: its
+// record and status, with the guardian's live byte counters while it runs
+// (the record's are as fresh as its last heartbeat only). Both commands
+// make their views here, so they never disagree.
+func observedView(dir *state.Dir, o *proc.Observation) monitorView {
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
 		proc.LiveCounters(dir, o.Monitor)
 	}
-	v := viewOf(o)
-	return &v, nil
+	return viewOf(o)
 }
