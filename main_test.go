@@ -80,6 +80,9 @@ func TestScripts(t *testing.T) {
 			"private":      cmdPrivate,
 			"heartbeats":   cmdHeartbeats,
 			"markended":    cmdMarkEnded,
+			"plant":        cmdPlant,
+			"outside":      cmdOutside,
+			"bounded":      cmdBounded,
 		},
 	})
 }
