@@ -78,6 +78,9 @@ type pattern struct {
 	holding bool
 	trig    trigger
 	window  int
+	// esc marks a needle the escape lanes report, space one the
+	// whitespace lane reports (lane.go).
+	esc, space bool
 }
 
 // acState is one automaton state. The states of long needles are mostly
@@ -94,15 +97,20 @@ type acState struct {
 }
 
 const (
-	denseEdges  = 0xff
-	flagHolding = 1 << 8 // the state's text is a prefix of a holding pattern
-	outShift    = 9
+	denseEdges       = 0xff
+	flagHolding      = 1 << 8  // the state's text is a prefix of a holding pattern
+	flagEscHolding   = 1 << 9  // of a needle of the escape lanes
+	flagSpaceHolding = 1 << 10 // of a needle of the whitespace lane
+	outShift         = 11
 )
 
-// acOut is what ends at a state: the longest needle, and the triggers.
+// acOut is what ends at a state: the longest needle, the longest of those
+// the escape lanes and the whitespace lane report, and the triggers.
 type acOut struct {
 	match int32
 	trigs []trigger
+	esc   int32
+	space int32
 }
 
 type automaton struct {
@@ -158,11 +166,17 @@ func (a *automaton) addRuleWindow(text string, w int, record bool) {
 
 func (a *automaton) addNeedleGrams(text string) {
 	for o := 0; o < needleStride; o++ {
-		k := gramKey(text[o], text[o+1], text[o+2])
-		h := needleHash(k, a.needleShift)
-		a.needleGrams[h>>6] |= 1 << (h & 63)
-		a.needleCheck[needleHash2(k, a.needleShift)] |= 1 << o
+		a.addStrideGram(text[o:o+3], o)
 	}
+}
+
+// addStrideGram adds the 3-gram g at offset o of a needle to the stride
+// filter.
+func (a *automaton) addStrideGram(g string, o int) {
+	k := gramKey(g[0], g[1], g[2])
+	h := needleHash(k, a.needleShift)
+	a.needleGrams[h>>6] |= 1 << (h & 63)
+	a.needleCheck[needleHash2(k, a.needleShift)] |= 1 << o
 	a.back = max(a.back, needleStride-1)
 }
 
@@ -227,11 +241,14 @@ type trieEdge struct {
 }
 
 type trieNode struct {
-	edges   []trieEdge
-	depth   int32
-	holding bool
-	match   int32
-	trigs   []trigger
+	edges        []trieEdge
+	depth        int32
+	holding      bool
+	escHolding   bool
+	spaceHolding bool
+	match        int32
+	esc, space   int32
+	trigs        []trigger
 }
 
 // buildAutomaton compiles the patterns. words are the case variants of a
@@ -240,7 +257,7 @@ type trieNode struct {
 // ruleGrams, when not nil, is the rule digram table these rule patterns and
 // words make, which the automaton shares instead of building its own (64
 // KiB): needles add nothing to it.
-func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8) (*automaton, error) {
+func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8, lanes []laneSpec) (*automaton, error) {
 	nodes := []trieNode{{}}
 	child := func(u int32, b byte) int32 {
 		for _, e := range nodes[u].edges {
@@ -259,7 +276,8 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 	if record {
 		a.ruleGrams = new([1 << 16]uint8)
 	}
-	needles := 0
+	spelled := spelledGrams(pats, lanes)
+	needles := len(spelled.strides) / needleStride
 	for _, p := range pats {
 		if p.needle {
 			needles++
@@ -292,10 +310,19 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 			if p.holding {
 				nodes[v].holding = true
 			}
+			nodes[v].escHolding = nodes[v].escHolding || p.esc
+			nodes[v].spaceHolding = nodes[v].spaceHolding || p.space
 			u = v
 		}
 		if p.needle {
-			nodes[u].match = max(nodes[u].match, int32(len(p.text)))
+			n := &nodes[u]
+			n.match = max(n.match, int32(len(p.text)))
+			if p.esc {
+				n.esc = max(n.esc, int32(len(p.text)))
+			}
+			if p.space {
+				n.space = max(n.space, int32(len(p.text)))
+			}
 		} else {
 			nodes[u].trigs = append(nodes[u].trigs, p.trig)
 		}
@@ -303,6 +330,12 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 	for _, v := range words {
 		a.addGram(v)
 		a.addRuleWindow(v, wordWindow, record)
+	}
+	for _, g := range spelled.prefixes {
+		a.addGram(g)
+	}
+	for _, g := range spelled.strides {
+		a.addStrideGram(g.gram, g.offset)
 	}
 
 	// Breadth-first order puts every state after its failure target, so the
@@ -339,12 +372,20 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 		if n.holding {
 			st.info |= flagHolding
 		}
-		out := acOut{match: n.match, trigs: n.trigs}
+		if n.escHolding {
+			st.info |= flagEscHolding
+		}
+		if n.spaceHolding {
+			st.info |= flagSpaceHolding
+		}
+		out := acOut{match: n.match, trigs: n.trigs, esc: n.esc, space: n.space}
 		if k := outIndex[fail[u]]; u != 0 && k > 0 {
 			// Own triggers come first: they are the longest, so when a rule
 			// has two ending here the earlier start wins.
 			inherited := a.outs[k-1]
 			out.match = max(out.match, inherited.match)
+			out.esc = max(out.esc, inherited.esc)
+			out.space = max(out.space, inherited.space)
 			out.trigs = append(append([]trigger(nil), n.trigs...), inherited.trigs...)
 		}
 		if out.match > 0 || len(out.trigs) > 0 {
@@ -415,7 +456,12 @@ func (a *automaton) isolated(text string) bool {
 // held returns how many of the bytes that state s stands for must be held:
 // the longest suffix that is a prefix of a holding pattern.
 func (a *automaton) held(s int32) int32 {
-	for s != 0 && a.states[s].info&flagHolding == 0 {
+	return a.heldBy(s, flagHolding)
+}
+
+// heldBy is held for the patterns whose prefixes carry flag.
+func (a *automaton) heldBy(s int32, flag uint32) int32 {
+	for s != 0 && a.states[s].info&flag == 0 {
 		s = a.states[s].fail
 	}
 	return a.states[s].depth

@@ -23,7 +23,7 @@ var (
 )
 
 // builtinAutomaton returns the automaton of the format rules alone, as
-// buildAutomaton(rulePatterns(), authVariants(), authWindow, nil) would.
+// buildAutomaton(rulePatterns(), authVariants(), authWindow, nil, nil) would.
 // It shares its tables: like every automaton, it is never written once
 // built.
 func builtinAutomaton() *automaton {

@@ -19,7 +19,7 @@ const builtinTablesFile = "builtin_tables.go"
 // compile to, so a change to a rule, a filter or the builder that is not
 // regenerated fails here (go generate ./internal/redact regenerates).
 func TestBuiltinTables(t *testing.T) {
-	fresh, err := buildAutomaton(rulePatterns(), authVariants(), authWindow, nil)
+	fresh, err := buildAutomaton(rulePatterns(), authVariants(), authWindow, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +63,11 @@ func TestNewWithoutSecretsUsesTheBuiltin(t *testing.T) {
 	if s.ac.filter == &builtinFilter || s.ac.ruleGrams != &builtinRuleGrams {
 		t.Error("New with a secret shares the builtin prefix filter, or not the rule digrams")
 	}
-	pats, err := needlePatterns(secrets)
+	pats, err := needlePatterns(secrets, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, err := buildAutomaton(append(pats, rulePatterns()...), authVariants(), authWindow, nil)
+	whole, err := buildAutomaton(append(pats, rulePatterns()...), authVariants(), authWindow, nil, lanesFor(secrets))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,10 +57,7 @@ func Forms(secret string) []string {
 	if !strings.Contains(secret, "\n") {
 		return out
 	}
-	lines := strings.Split(strings.TrimRight(secret, "\r\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
+	lines := secretLines(secret)
 	for _, sep := range lineJoins {
 		add(strings.Join(lines, sep))
 	}
@@ -74,6 +71,19 @@ func Forms(secret string) []string {
 		}
 	}
 	return out
+}
+
+// secretLines returns the lines of a multi-line secret, without their
+// line breaks.
+func secretLines(secret string) []string {
+	if !strings.Contains(secret, "\n") {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(secret, "\r\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
 }
 
 func jsonEscape(s string) string {

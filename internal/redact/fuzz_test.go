@@ -71,7 +71,7 @@ func FuzzChunking(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	literal, err := newRedactor(fuzzSecrets, false)
+	literal, err := newRedactor(fuzzSecrets, false, false)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -20,6 +20,13 @@ type Redactor struct {
 	// exact disables the skip, so tests can check that skipping never
 	// changes the output.
 	exact bool
+	// lanes are the escaping families the stream decodes (lane.go);
+	// ringLen is the length of their position rings, a power of two above
+	// the longest pattern.
+	lanes   []laneSpec
+	ringLen int
+	// intro marks the bytes that may detach some lane.
+	intro [256]bool
 }
 
 // New compiles the known credentials: every form of every secret, plus the
@@ -28,15 +35,19 @@ type Redactor struct {
 // secret's index, never its value; so is a set of secrets with more than
 // millions of forms.
 func New(secrets []string) (*Redactor, error) {
-	return newRedactor(secrets, true)
+	return newRedactor(secrets, true, true)
 }
 
-// newRedactor lets tests switch the format rules off, so that the literal
-// matcher can be compared with a naive search.
-func newRedactor(secrets []string, rules bool) (*Redactor, error) {
-	pats, err := needlePatterns(secrets)
+// newRedactor lets tests switch the format rules and the lanes off, so
+// that the literal matcher can be compared with a naive search.
+func newRedactor(secrets []string, rules, escapes bool) (*Redactor, error) {
+	pats, err := needlePatterns(secrets, escapes)
 	if err != nil {
 		return nil, err
+	}
+	var lanes []laneSpec
+	if escapes {
+		lanes = lanesFor(secrets)
 	}
 	var ac *automaton
 	if rules && len(pats) == 0 {
@@ -49,27 +60,77 @@ func newRedactor(secrets []string, rules bool) (*Redactor, error) {
 			words = authVariants()
 			ruleGrams = &builtinRuleGrams
 		}
-		if ac, err = buildAutomaton(pats, words, authWindow, ruleGrams); err != nil {
+		if ac, err = buildAutomaton(pats, words, authWindow, ruleGrams, lanes); err != nil {
 			return nil, err
 		}
 	}
-	return &Redactor{ac: ac, rules: rules, urlFast: rules && ac.isolated(urlTrigger)}, nil
+	r := &Redactor{ac: ac, rules: rules, urlFast: rules && ac.isolated(urlTrigger), lanes: lanes}
+	longest := 0
+	for _, p := range pats {
+		longest = max(longest, len(p.text))
+	}
+	for r.ringLen = 16; r.ringLen <= longest; r.ringLen *= 2 {
+	}
+	for i := range lanes {
+		for b, on := range lanes[i].intro {
+			r.intro[b] = r.intro[b] || on
+		}
+	}
+	return r, nil
+}
+
+// lanesFor returns the lanes a set of secrets needs: none without secrets.
+func lanesFor(secrets []string) []laneSpec {
+	var out []laneSpec
+	if len(secrets) == 0 {
+		return nil
+	}
+	for _, f := range families {
+		if !f.needed(secrets) {
+			continue
+		}
+		kind := laneEscape
+		if f.run != nil {
+			kind = laneSpace
+		}
+		out = append(out, laneSpec{fam: f, kind: kind, intro: f.introducers()})
+	}
+	return out
 }
 
 // needlePatterns returns the needles of the secrets: every form of each,
-// once, in order.
-func needlePatterns(secrets []string) ([]pattern, error) {
-	seen := make(map[string]bool)
+// once, in order. The secret itself and its lines of MinSecretLen or more
+// are marked for the escape lanes, which find them in any spelling, and
+// the collapsed form of a multi-line secret for the whitespace lane (with
+// lanes only: it is a whitespace spelling of the secret as it stands, too).
+func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
+	seen := make(map[string]int)
 	var pats []pattern
+	add := func(f string, esc, space bool) {
+		k, ok := seen[f]
+		if !ok {
+			k = len(pats)
+			seen[f] = k
+			pats = append(pats, pattern{text: f, needle: true, holding: true})
+		}
+		pats[k].esc = pats[k].esc || esc
+		pats[k].space = pats[k].space || space
+	}
 	for i, s := range secrets {
 		if len(s) < MinSecretLen {
 			return nil, fmt.Errorf("redact: secret %d is shorter than %d bytes", i, MinSecretLen)
 		}
 		for _, f := range Forms(s) {
-			if !seen[f] {
-				seen[f] = true
-				pats = append(pats, pattern{text: f, needle: true, holding: true})
+			add(f, false, false)
+		}
+		add(s, true, false)
+		for _, l := range secretLines(s) {
+			if len(l) >= MinSecretLen {
+				add(l, true, false)
 			}
+		}
+		if c := collapsedForm(s); c != "" && lanes {
+			add(c, false, true)
 		}
 	}
 	return pats, nil
@@ -78,7 +139,7 @@ func needlePatterns(secrets []string) ([]pattern, error) {
 // NewStream starts one redacted stream. A Stream is not safe for concurrent
 // use; use one per output.
 func (r *Redactor) NewStream() *Stream {
-	return &Stream{r: r, pendLimit: maxPending}
+	return &Stream{r: r, pendLimit: maxPending, lanes: newLanes(r.lanes)}
 }
 
 // String redacts a whole string.

@@ -30,6 +30,11 @@ type Stream struct {
 	pem    pemState
 	auth   authState
 
+	// lanes decode the escaping families (lane.go); detachedN counts
+	// those that are not following the raw scan.
+	lanes     []lane
+	detachedN int
+
 	pending   []interval // sorted, disjoint, not adjacent
 	pendLimit int        // release once pending is longer
 	hold      []byte
@@ -60,7 +65,7 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 	s.dst, s.cur, s.curBase = dst, p, s.pos
 	a := s.r.ac
 	for i := 0; i < len(p); {
-		if s.state == 0 && s.auth.k == 0 && s.auth.phase == authIdle && s.quiet() && !s.r.exact {
+		if s.state == 0 && s.auth.k == 0 && s.auth.phase == authIdle && s.quiet() && s.detachedN == 0 && !s.r.exact {
 			stop := len(p)
 			if s.active != 0 {
 				// A watched userinfo goes on to the first byte outside it,
@@ -70,7 +75,12 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 					stop++
 				}
 			}
-			if i = a.skip(p, i, stop, s.active == 0 && s.r.urlFast); i >= len(p) {
+			from := i
+			i = a.skip(p, i, stop, s.active == 0 && s.r.urlFast)
+			if s.lanes != nil {
+				s.resync(p, from, min(i, len(p)))
+			}
+			if i >= len(p) {
 				break
 			}
 		}
@@ -98,7 +108,7 @@ func (s *Stream) Flush(dst []byte) []byte {
 		return dst
 	}
 	s.dst, s.cur, s.curBase = dst, nil, s.pos
-	if f := s.frontier(s.pos); s.pos-f >= 3 {
+	if f := s.frontierAt(s.pos, true); s.pos-f >= 3 {
 		s.addInterval(f, s.pos)
 	}
 	s.release(s.pos)
@@ -235,6 +245,7 @@ func (s *Stream) scan(p []byte, i int) int {
 		if s.active != 0 {
 			s.advance(b, j)
 		}
+		prev := st
 		if rules {
 			if s.auth.phase != authIdle {
 				s.authPhase(b, j)
@@ -273,8 +284,11 @@ func (s *Stream) scan(p []byte, i int) int {
 				s.start(t, j+1-int64(t.length))
 			}
 		}
+		if s.detachedN != 0 || s.r.intro[b] {
+			s.stepLanes(b, j, prev, st)
+		}
 		i++
-		if s.auth.phase == authIdle && s.quiet() {
+		if s.auth.phase == authIdle && s.quiet() && s.detachedN == 0 {
 			// Every candidate still alive starts within the last d bytes;
 			// when none of their 4-grams can start a pattern they are all
 			// doomed, and the fast skip may take over.
@@ -317,7 +331,15 @@ func (s *Stream) doomed(p []byte, from, to int) bool {
 // frontier returns the earliest position at which a credential may still
 // start: no byte before it can become part of a new redacted span.
 func (s *Stream) frontier(pos int64) int64 {
+	return s.frontierAt(pos, false)
+}
+
+// frontierAt is frontier; final says the stream ends at pos.
+func (s *Stream) frontierAt(pos int64, final bool) int64 {
 	f := pos - int64(s.r.ac.held(s.state))
+	for i := range s.lanes {
+		f = min(f, s.lanes[i].frontier(s, pos, final))
+	}
 	for m := s.active; m != 0; m &= m - 1 {
 		rs := &s.rs[bits.TrailingZeros32(m)]
 		if rs.phase == phHold && rs.start < f {

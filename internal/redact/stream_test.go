@@ -247,7 +247,7 @@ func TestAgainstOracle(t *testing.T) {
 			}
 			secrets = append(secrets, string(b))
 		}
-		r, err := newRedactor(secrets, false)
+		r, err := newRedactor(secrets, false, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +348,7 @@ func TestSkipNeverChangesOutput(t *testing.T) {
 			}
 		}
 		for _, rules := range []bool{true, false} {
-			r, err := newRedactor(secrets, rules)
+			r, err := newRedactor(secrets, rules, rules)
 			if err != nil {
 				t.Fatal(err)
 			}

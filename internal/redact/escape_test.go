@@ -1,0 +1,333 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// secretRunes are what random secrets are made of: letters and digits,
+// every character some family escapes, and characters of two, three and
+// four UTF-8 bytes (the last written as a surrogate pair by JSON).
+var secretRunes = []rune("abcXYZ0189-_.~ \"'&<>/\\%+=?#;:@!é日🔑\u00a0\u2028\x01\t")
+
+// randomEscSecret returns a secret of n runes drawn mostly from letters.
+func randomEscSecret(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for b.Len() < MinSecretLen || n > 0 {
+		n--
+		if rng.IntN(3) == 0 {
+			b.WriteRune(secretRunes[rng.IntN(len(secretRunes))])
+		} else {
+			b.WriteByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[rng.IntN(62)])
+		}
+	}
+	return b.String()
+}
+
+func trimQuotes(s string) string { return s[1 : len(s)-1] }
+
+// encoders are the real libraries' escapings, applied to a whole secret.
+var encoders = map[string]func(string) string{
+	"json html-safe": func(s string) string { b, _ := json.Marshal(s); return trimQuotes(string(b)) },
+	"json": func(s string) string {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s)
+		return trimQuotes(strings.TrimSuffix(buf.String(), "\n"))
+	},
+	"query escape":   url.QueryEscape,
+	"path escape":    url.PathEscape,
+	"html escape":    html.EscapeString,
+	"go quote":       func(s string) string { return trimQuotes(strconv.Quote(s)) },
+	"go quote ascii": func(s string) string { return trimQuotes(strconv.QuoteToASCII(s)) },
+	"python ascii":   pythonJSON,
+	"xml (forms.go)": xmlEscape,
+	"encodeURIComponent": func(s string) string {
+		// Unlike QueryEscape it keeps !'()* and writes a space as %20.
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c < 0x80 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0) {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		return b.String()
+	},
+}
+
+// pythonJSON is json.dumps(s) with its default ensure_ascii: every
+// character beyond ASCII as \uxxxx in lower case, astral ones as surrogate
+// pairs.
+func pythonJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r >= 0x7f:
+			if r >= 0x10000 {
+				hi, lo := utf16.EncodeRune(r)
+				fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mustEscape are the characters each family cannot leave as they are:
+// left alone, they would begin an escape or end the string.
+var mustEscape = map[string]string{"json": "\"\\\n\t\x01", "go": "\"\\\n\t\x01", "percent": "%", "entity": "&"}
+
+// partialEscape writes each character of s as itself or, with
+// probability 1/2, in one of the spellings a family allows, picked at
+// random and written here by hand rather than taken from family.go.
+func partialEscape(rng *rand.Rand, fam string, s string) string {
+	var b strings.Builder
+	hex := func(format string, v int) string {
+		x := fmt.Sprintf(format, v)
+		if rng.IntN(2) == 0 {
+			return strings.ToUpper(x[:2]) + x[2:] // the prefix keeps its case
+		}
+		return x
+	}
+	// Query form writes a space as '+', so it must escape '+'; path form
+	// may leave '+' alone and writes a space as %20.
+	must := mustEscape[fam]
+	plusSpace := fam == "percent" && rng.IntN(2) == 0
+	if plusSpace {
+		must += "+"
+	}
+	for _, r := range s {
+		if (rng.IntN(2) == 0 || r == utf8.RuneError) && !strings.ContainsRune(must, r) {
+			b.WriteRune(r)
+			continue
+		}
+		switch fam {
+		case "json":
+			if r >= 0x10000 {
+				hi, lo := utf16.EncodeRune(r)
+				b.WriteString(strings.Replace(hex(`\u%04x`, int(hi)), `\U`, `\u`, 1))
+				b.WriteString(strings.Replace(hex(`\u%04x`, int(lo)), `\U`, `\u`, 1))
+				continue
+			}
+			switch {
+			case r == '/' && rng.IntN(2) == 0:
+				b.WriteString(`\/`)
+			case r == '"' || r == '\\':
+				b.WriteString(`\` + string(r))
+			default:
+				b.WriteString(`\u` + fmt.Sprintf([]string{"%04x", "%04X"}[rng.IntN(2)], r))
+			}
+		case "go":
+			switch {
+			case r < 0x100 && rng.IntN(2) == 0:
+				b.WriteString(`\x` + fmt.Sprintf([]string{"%02x", "%02X"}[rng.IntN(2)], r))
+			case r >= 0x10000 || rng.IntN(2) == 0:
+				b.WriteString(`\U` + fmt.Sprintf("%08x", r))
+			default:
+				b.WriteString(`\u` + fmt.Sprintf("%04x", r))
+			}
+		case "percent":
+			for _, c := range []byte(string(r)) {
+				if c == ' ' && plusSpace && rng.IntN(2) == 0 {
+					b.WriteByte('+')
+				} else {
+					b.WriteString("%" + fmt.Sprintf([]string{"%02x", "%02X"}[rng.IntN(2)], c))
+				}
+			}
+		case "entity":
+			named := map[rune]string{'&': "&amp;", '<': "&lt;", '>': "&gt;", '"': "&quot;", '\'': "&apos;"}
+			switch n, ok := named[r]; {
+			case ok && rng.IntN(2) == 0:
+				b.WriteString(n)
+			case rng.IntN(2) == 0:
+				b.WriteString(fmt.Sprintf("&#%0*d;", 1+rng.IntN(4), r))
+			default:
+				b.WriteString(fmt.Sprintf("&#%s%s;", []string{"x", "X"}[rng.IntN(2)],
+					fmt.Sprintf([]string{"%x", "%X", "%04x"}[rng.IntN(3)], r)))
+			}
+		}
+	}
+	return b.String()
+}
+
+// escFilling is text to put around an escaped secret: plain words, and the
+// introducers of every family, which must not throw the decoders off.
+// A separator comes between the filling and the form: a form glued to a
+// broken escape is read the way the broken escape reads it (a lone '\\'
+// before \u0041 makes \\ and "u0041").
+var escFilling = []string{" ", "x", "\n", "\\", "\\\\", "%", "%2", "%25", "&", "&amp;", "&#", "+", "\\u00", "\\ud83d", "&#x4", `"`, "key=", "\t\t"}
+
+func randomFilling(rng *rand.Rand) string {
+	var b strings.Builder
+	for k := rng.IntN(5); k > 0; k-- {
+		b.WriteString(escFilling[rng.IntN(len(escFilling))])
+	}
+	b.WriteString([]string{" ", "=", `"`, ":", "\n"}[rng.IntN(5)])
+	return b.String()
+}
+
+// checkChunkings redacts in whole, without skipping, and at several
+// chunkings, fails unless they agree, and returns the output.
+func checkChunkings(t *testing.T, r *Redactor, hide []string, in []byte, rng *rand.Rand) []byte {
+	t.Helper()
+	exact := *r
+	exact.exact = true
+	want := []byte(exact.String(string(in)))
+	checkSame(t, hide, "skipping", []byte(r.String(string(in))), want)
+	checkSame(t, hide, "one byte", oneByte(r, in), want)
+	checkSame(t, hide, "random chunks", feedSizes(r, in, func() int { return rng.IntN(17) }), want)
+	checkSame(t, hide, "4 KiB", feedSizes(r, in, func() int { return 4096 }), want)
+	return want
+}
+
+// TestEscapedSecretsOracle is the differential oracle of the escape lanes:
+// random secrets written by the real encoders and by hand-built partial
+// escapings, in log text with the families' introducers around them, never
+// survive, at any chunking; and text without a secret, including every
+// encoding of other strings, passes byte for byte.
+func TestEscapedSecretsOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	names := make([]string, 0, len(encoders))
+	for n := range encoders {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	rounds := 300
+	if testing.Short() {
+		rounds = 60
+	}
+	for round := 0; round < rounds; round++ {
+		var secrets []string
+		for k := 1 + rng.IntN(3); k > 0; k-- {
+			secrets = append(secrets, randomEscSecret(rng, 8+rng.IntN(20)))
+		}
+		r := mustNew(t, secrets...)
+		var forms []string
+		for _, s := range secrets {
+			for _, n := range names {
+				forms = append(forms, encoders[n](s))
+			}
+			for _, fam := range []string{"json", "go", "percent", "entity"} {
+				forms = append(forms, partialEscape(rng, fam, s))
+			}
+		}
+		hide := append(append([]string(nil), forms...), secrets...)
+		for i, f := range forms {
+			text := logText(200 + rng.IntN(400))
+			at := rng.IntN(len(text))
+			in := []byte(string(text[:at]) + randomFilling(rng) + f + randomFilling(rng) + string(text[at:]) + "\n")
+			out := checkChunkings(t, r, hide, in, rng)
+			if bytes.Contains(out, []byte(f)) {
+				if testing.Verbose() {
+					t.Logf("secret %q form %q", secrets[i/(len(names)+4)], f)
+				}
+				t.Fatalf("round %d: form %d (%d bytes) survived: %s", round, i, len(f), masked(hide, out))
+			}
+		}
+		// Other strings, in every encoding, are not touched.
+		var clean []byte
+		for k := 0; k < 6; k++ {
+			other := randomEscSecret(rng, 8+rng.IntN(20))
+			clean = append(clean, logText(100)...)
+			clean = append(clean, randomFilling(rng)...)
+			clean = append(clean, encoders[names[rng.IntN(len(names))]](other)...)
+			clean = append(clean, partialEscape(rng, []string{"json", "go", "percent", "entity"}[rng.IntN(4)], other)...)
+		}
+		clean = append(clean, '\n')
+		if out := checkChunkings(t, r, hide, clean, rng); !bytes.Equal(out, clean) {
+			t.Fatalf("round %d: text without a secret changed: %s", round, masked(hide, out))
+		}
+	}
+}
+
+// TestMultiLineSecretWithWhitespaceRuns: a multi-line secret whose first
+// line is short, printed with its line breaks as any run of whitespace,
+// never survives in part.
+func TestMultiLineSecretWithWhitespaceRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	secret := "abc\nsecond-line-of-it\nthird-line\nend"
+	lines := strings.Split(secret, "\n")
+	r := mustNew(t, secret)
+	runs := []string{" ", "  ", "\t\t", "\n\n", "\r\n", "\n    ", " \t\r\n\v\f"}
+	for round := 0; round < 200; round++ {
+		var b strings.Builder
+		for i, l := range lines {
+			if i > 0 {
+				b.WriteString(runs[rng.IntN(len(runs))])
+			}
+			b.WriteString(l)
+		}
+		in := []byte("key: " + b.String() + " done\n")
+		out := checkChunkings(t, r, lines, in, rng)
+		if want := "key: " + Marker + " done\n"; string(out) != want {
+			t.Fatalf("%q: got %q", in, out)
+		}
+	}
+}
+
+// TestEscapedSecretExamples pins the examples of the issue that leaked.
+func TestEscapedSecretExamples(t *testing.T) {
+	const secret = `p&ss<w>rd/"é🔑 x+y`
+	r := mustNew(t, secret)
+	for _, in := range []string{
+		`p\u0026ss\u003cw\u003erd\/\"\u00e9\ud83d\udd11 x+y`,                   // Go json.Marshal, escaped slashes
+		`p&ss<w>rd/\"\u00e9\ud83d\udd11 x+y`,                                   // Python ensure_ascii
+		`p\u0026ss\u003Cw\u003Erd\u002F\u0022\u00E9\uD83D\uDD11\u0020x\u002by`, // every character
+		`p%26ss%3Cw%3Erd%2F%22%C3%A9%F0%9F%94%91%20x%2By`,                      // quote(s, safe="")
+		`p%26ss%3cw%3erd%2f%22%c3%a9%f0%9f%94%91+x%2By`,                        // quote_plus, lower case
+		`p&amp;ss&lt;w&gt;rd/&quot;é🔑 x+y`,                                     // html.escape
+		`p&#38;ss&#x3c;w&#X3E;rd&#47;&#034;&#233;&#x1F511; x+y`,                // numeric references
+		`p&ss<w>rd/\"\xe9\U0001f511 x+y`,                                       // Python repr / Go
+	} {
+		full := "msg=" + in + "\n"
+		if got := r.String(full); got != "msg="+Marker+"\n" {
+			t.Errorf("%s: got %q", in, got)
+		}
+	}
+}
+
+// TestEscapedFormAtEndOfStream: a secret's escaped form cut off by the end
+// of the stream is redacted as a held tail, and a partial escape alone is
+// released when no needle begins with it.
+func TestEscapedFormAtEndOfStream(t *testing.T) {
+	r := mustNew(t, "hunter2-hunter2")
+	for in, want := range map[string]string{
+		"x \\u0068\\u0075nter2-hun": "x " + Marker,
+		"x %68%75nt":                "x " + Marker,
+		"x &#104;&#117;n":           "x " + Marker,
+		"x \\u01":                   "x \\u01", // the secret is ASCII: only \u00 may begin it
+		"x \\u00":                   "x " + Marker,
+		"x &#x4":                    "x &#x4",
+		"x &amp":                    "x &amp",
+		"x    ":                     "x    ",
+	} {
+		for _, got := range [][]byte{[]byte(r.String(in)), oneByte(r, []byte(in))} {
+			if string(got) != want {
+				t.Errorf("%q: got %q, want %q", in, got, want)
+			}
+		}
+	}
+}

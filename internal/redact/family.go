@@ -1,0 +1,559 @@
+package redact
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// An escaping family is how one kind of program rewrites characters: a
+// table of escapes, each a way to spell a character, and optionally a class
+// of bytes whose runs stand for one character (whitespace for a line
+// break). A program may spell any subset of a secret's characters with the
+// family's escapes and leave the rest as they are; the family's lane of the
+// stream (see lane.go) decodes the escapes and runs the automaton over what
+// they stand for, and the skip filters learn every spelling the decoder
+// accepts from the same table (spellings). Adding a family is adding a
+// table to families.
+
+// unit says what the number of a numeric escape stands for.
+type unit uint8
+
+const (
+	unitByte  unit = iota // one byte (percent-encoding)
+	unitRune              // a code point, written as UTF-8
+	unitUTF16             // a UTF-16 code unit; a high surrogate must be followed by \u and a low one
+)
+
+// escape is one way of spelling characters. A literal escape (base 0) is
+// prefix and stands for out; a numeric one is prefix, min to max digits in
+// base (either case for hex) and term, and stands for the number.
+type escape struct {
+	prefix   string
+	out      string
+	base     int
+	min, max int
+	term     string
+	unit     unit
+}
+
+// family is an escaping family; see the comment at the top of the file.
+type family struct {
+	name    string
+	escapes []escape
+	// run, when set, is a class of bytes a run of which (one or more)
+	// stands for runAs.
+	run   *[256]bool
+	runAs byte
+	// byteSlots: the family spells bytes, not characters (percent-encoding
+	// writes each byte of a character's UTF-8 on its own).
+	byteSlots bool
+	// needed reports whether the lane is worth running for a set of
+	// secrets: a family whose spellings every secret has always is.
+	needed func(secrets []string) bool
+}
+
+// maxEscape bounds the length of one escape: a surrogate pair (\ud83d\udd11)
+// is 12 bytes; numeric entities take up to 7 digits.
+const maxEscape = 12
+
+func hexEsc(prefix string, digits int, u unit) escape {
+	return escape{prefix: prefix, base: 16, min: digits, max: digits, unit: u}
+}
+
+func lit(prefix, out string) escape { return escape{prefix: prefix, out: out} }
+
+func always([]string) bool { return true }
+
+// backslashFamily is the string escaping of JSON and JavaScript
+// (\uXXXX, surrogate pairs, \/ and the short escapes; Go's HTML-safe
+// \u0026 \u003c \u003e and Python's ensure_ascii are just \uXXXX), of Go
+// (strconv.Quote and QuoteToASCII: \xXX, \UXXXXXXXX, \a \v) and of Python's
+// repr (\xXX, \', \UXXXXXXXX). \xXX stands for a code point, as in Python:
+// Go writes it only for bytes that are not UTF-8, whose Go-quoted form is a
+// needle of its own (Forms).
+var backslashFamily = family{
+	name: "backslash",
+	escapes: []escape{
+		hexEsc(`\u`, 4, unitUTF16),
+		hexEsc(`\U`, 8, unitRune),
+		hexEsc(`\x`, 2, unitRune),
+		lit(`\"`, `"`), lit(`\'`, `'`), lit(`\\`, `\`), lit(`\/`, `/`),
+		lit(`\a`, "\a"), lit(`\b`, "\b"), lit(`\f`, "\f"), lit(`\n`, "\n"),
+		lit(`\r`, "\r"), lit(`\t`, "\t"), lit(`\v`, "\v"),
+	},
+	needed: always,
+}
+
+// percentFamily is percent-encoding in query form, where '+' is a space
+// (url.QueryEscape, Python's quote_plus, HTML forms); either hex case.
+var percentFamily = family{
+	name:      "percent",
+	escapes:   []escape{hexEsc("%", 2, unitByte), lit("+", " ")},
+	byteSlots: true,
+	needed:    always,
+}
+
+// percentPathFamily is percent-encoding where '+' is itself
+// (url.PathEscape, encodeURIComponent, Python's quote): a lane of its own
+// only when a secret holds a '+', the one character the two forms read
+// differently.
+var percentPathFamily = family{
+	name:      "percent-path",
+	escapes:   []escape{hexEsc("%", 2, unitByte)},
+	byteSlots: true,
+	needed: func(secrets []string) bool {
+		for _, s := range secrets {
+			if strings.Contains(s, "+") {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+// entityFamily is HTML and XML character references: the five named ones
+// every escaper uses, decimal (&#39;, and PHP's &#039;) and hex (&#x27;,
+// any case of x and of the digits), with leading zeros up to 7 digits.
+var entityFamily = family{
+	name: "entity",
+	escapes: []escape{
+		{prefix: "&#x", base: 16, min: 1, max: 7, term: ";", unit: unitRune},
+		{prefix: "&#X", base: 16, min: 1, max: 7, term: ";", unit: unitRune},
+		{prefix: "&#", base: 10, min: 1, max: 7, term: ";", unit: unitRune},
+		lit("&amp;", "&"), lit("&lt;", "<"), lit("&gt;", ">"), lit("&quot;", `"`), lit("&apos;", "'"),
+	},
+	needed: always,
+}
+
+// whitespaceFamily reads any run of whitespace as one line break, for a
+// multi-line secret printed with its lines rejoined (indented, with blank
+// lines, CRLF, or two tabs): its needle is the secret with each run of
+// whitespace collapsed (collapse), matched in this lane only.
+var whitespaceFamily = family{
+	name:  "whitespace",
+	run:   classSpace,
+	runAs: '\n',
+	needed: func(secrets []string) bool {
+		for _, s := range secrets {
+			if collapsedForm(s) != "" {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+// families lists every family; the whitespace family comes first.
+var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily}
+
+// collapse rewrites every run of whitespace in s as one '\n' and trims it.
+func collapse(s string) string {
+	var b strings.Builder
+	inRun := false
+	for i := 0; i < len(s); i++ {
+		if classSpace[s[i]] {
+			inRun = true
+			continue
+		}
+		if inRun && b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		inRun = false
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// collapsedForm returns the needle of the whitespace lane for a secret: the
+// secret collapsed, when it has a line break and is long enough; else "".
+func collapsedForm(s string) string {
+	if !strings.Contains(s, "\n") {
+		return ""
+	}
+	if c := collapse(s); len(c) >= MinSecretLen && strings.Contains(c, "\n") {
+		return c
+	}
+	return ""
+}
+
+// Decoding.
+
+// escStatus is how far the pending bytes get through an escape.
+type escStatus uint8
+
+const (
+	escFail escStatus = iota
+	escPartial
+	escDone
+)
+
+func digitVal(b byte, base int) int {
+	switch {
+	case b >= '0' && b <= '9':
+		return int(b - '0')
+	case base == 16 && b >= 'a' && b <= 'f':
+		return int(b-'a') + 10
+	case base == 16 && b >= 'A' && b <= 'F':
+		return int(b-'A') + 10
+	}
+	return -1
+}
+
+// parse matches p, the bytes of a pending escape, against e. When done, it
+// appends what the escape stands for to out.
+func (e *escape) parse(p []byte, out []byte) (escStatus, []byte) {
+	n := min(len(p), len(e.prefix))
+	if string(p[:n]) != e.prefix[:n] {
+		return escFail, out
+	}
+	if len(p) < len(e.prefix) {
+		return escPartial, out
+	}
+	if e.base == 0 {
+		return escDone, append(out, e.out...)
+	}
+	rest := p[len(e.prefix):]
+	v, d := 0, 0
+	for d < len(rest) && d < e.max {
+		x := digitVal(rest[d], e.base)
+		if x < 0 {
+			break
+		}
+		v = v*e.base + x
+		d++
+	}
+	rest = rest[d:]
+	if e.term == "" {
+		if d < e.max {
+			if len(rest) > 0 {
+				return escFail, out
+			}
+			return escPartial, out
+		}
+	} else {
+		if len(rest) == 0 {
+			return escPartial, out
+		}
+		if d < e.min || rest[0] != e.term[0] {
+			return escFail, out
+		}
+		rest = rest[1:]
+	}
+	switch e.unit {
+	case unitByte:
+		return escDone, append(out, byte(v))
+	case unitUTF16:
+		if v >= 0xDC00 && v < 0xE000 {
+			return escFail, out // a low surrogate alone
+		}
+		if v >= 0xD800 && v < 0xDC00 {
+			// The low half must follow: \u and four hex digits.
+			lo := 0
+			for k := 0; k < 6; k++ {
+				if k == len(rest) {
+					return escPartial, out
+				}
+				c := rest[k]
+				switch {
+				case k == 0 && c != '\\', k == 1 && c != 'u':
+					return escFail, out
+				case k >= 2:
+					x := digitVal(c, 16)
+					if x < 0 {
+						return escFail, out
+					}
+					lo = lo*16 + x
+				}
+			}
+			if lo < 0xDC00 || lo >= 0xE000 {
+				return escFail, out
+			}
+			v = 0x10000 + (v-0xD800)<<10 + (lo - 0xDC00)
+		}
+	}
+	if v > utf8.MaxRune || v >= 0xD800 && v < 0xE000 {
+		return escFail, out
+	}
+	return escDone, utf8.AppendRune(out, rune(v))
+}
+
+// decode tries every escape of f on the pending bytes p: escDone with what
+// they stand for as soon as one escape is complete, escPartial while one
+// may still be, else escFail.
+func (f *family) decode(p []byte, out []byte) (escStatus, []byte) {
+	st := escFail
+	for i := range f.escapes {
+		switch s, o := f.escapes[i].parse(p, out); s {
+		case escDone:
+			return escDone, o
+		case escPartial:
+			st = escPartial
+		}
+	}
+	return st, out
+}
+
+// introducers returns the bytes that may begin an escape or a run of f.
+func (f *family) introducers() (c [256]bool) {
+	for _, e := range f.escapes {
+		c[e.prefix[0]] = true
+	}
+	if f.run != nil {
+		c = *f.run
+	}
+	return c
+}
+
+// Spelling, for the skip filters: every byte string the decoder reads as a
+// given character.
+
+// slot is one character of a needle as a family may spell it: a list of
+// spellings, or (run) one or more bytes of the run class.
+type slot struct {
+	spell []string
+	run   bool
+}
+
+// slots splits a needle into the family's slots.
+func (f *family) slots(needle string) []slot {
+	var out []slot
+	for i := 0; i < len(needle); {
+		if f.run != nil {
+			if needle[i] == f.runAs {
+				out = append(out, slot{run: true})
+			} else {
+				out = append(out, slot{spell: []string{needle[i : i+1]}})
+			}
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(needle[i:])
+		if f.byteSlots || r == utf8.RuneError && w == 1 {
+			w = 1
+		}
+		out = append(out, slot{spell: f.spellings(needle[i:i+w], w == 1 && f.byteSlots, r)})
+		i += w
+	}
+	return out
+}
+
+// spellings returns every way f spells the character ch (one byte when
+// byteVal, else the rune r): itself, and each escape that stands for it.
+func (f *family) spellings(ch string, byteVal bool, r rune) []string {
+	out := []string{ch}
+	for _, e := range f.escapes {
+		if e.base == 0 {
+			if e.out == ch {
+				out = append(out, e.prefix)
+			}
+			continue
+		}
+		var vals []int
+		switch {
+		case e.unit == unitByte && byteVal:
+			vals = []int{int(ch[0])}
+		case e.unit == unitByte, byteVal && ch[0] >= utf8.RuneSelf:
+			continue
+		case r == utf8.RuneError && len(ch) == 1:
+			continue // not a character
+		case e.unit == unitUTF16 && r >= 0x10000:
+			hi, lo := 0xD800+int(r-0x10000)>>10, 0xDC00+int(r-0x10000)&0x3FF
+			for _, h := range numerals(hi, &e) {
+				for _, l := range numerals(lo, &e) {
+					out = append(out, e.prefix+h+`\u`+l)
+				}
+			}
+			continue
+		default:
+			vals = []int{int(r)}
+		}
+		for _, v := range vals {
+			for _, d := range numerals(v, &e) {
+				out = append(out, e.prefix+d+e.term)
+			}
+		}
+	}
+	return out
+}
+
+// numerals returns v in e's base with every digit count e allows and every
+// case of its hex letters.
+func numerals(v int, e *escape) []string {
+	const digits = "0123456789abcdef"
+	var s []byte
+	for x := v; x > 0 || len(s) == 0; x /= e.base {
+		s = append([]byte{digits[x%e.base]}, s...)
+	}
+	var out []string
+	for n := max(len(s), e.min); n <= e.max; n++ {
+		d := strings.Repeat("0", n-len(s)) + string(s)
+		out = append(out, caseVariants(d)...)
+	}
+	return out
+}
+
+// caseVariants returns s with its letters in every combination of cases.
+func caseVariants(s string) []string {
+	out := []string{s}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'f' {
+			continue
+		}
+		for _, v := range out[:len(out):len(out)] {
+			b := []byte(v)
+			b[i] -= 'a' - 'A'
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// prefixesFrom returns the distinct strings of n bytes that begin a
+// spelling of the slots from index i (the needle is long enough that every
+// spelling has n bytes); inRun means that slot i is a run that has had a
+// byte already, so it may end.
+func prefixesFrom(slots []slot, i, n int, inRun bool, memo map[[3]int][]string) []string {
+	if n == 0 {
+		return []string{""}
+	}
+	if i == len(slots) {
+		return nil
+	}
+	key := [3]int{i, n, 0}
+	if inRun {
+		key[2] = 1
+	}
+	if v, ok := memo[key]; ok {
+		return v
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sl := slots[i]
+	if sl.run {
+		if inRun {
+			for _, s := range prefixesFrom(slots, i+1, n, false, memo) {
+				add(s)
+			}
+		}
+		for c := 0; c < 256; c++ {
+			if classSpace[c] {
+				for _, s := range prefixesFrom(slots, i, n-1, true, memo) {
+					add(string(rune(c)) + s)
+				}
+			}
+		}
+	} else {
+		for _, w := range sl.spell {
+			if len(w) >= n {
+				add(w[:n])
+				continue
+			}
+			for _, s := range prefixesFrom(slots, i+1, n-len(w), false, memo) {
+				add(w + s)
+			}
+		}
+	}
+	memo[key] = out
+	return out
+}
+
+// gramsAt returns the distinct strings of n bytes that lie skip bytes into
+// a spelling of the slots from index i (inRun as for prefixesFrom).
+func gramsAt(slots []slot, i, skip, n int, inRun bool, memo map[[3]int][]string, gmemo map[[4]int][]string) []string {
+	if skip == 0 {
+		return prefixesFrom(slots, i, n, inRun, memo)
+	}
+	if i == len(slots) {
+		return nil
+	}
+	key := [4]int{i, skip, n, 0}
+	if inRun {
+		key[3] = 1
+	}
+	if v, ok := gmemo[key]; ok {
+		return v
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(ss []string, pre string) {
+		for _, s := range ss {
+			if !seen[pre+s] {
+				seen[pre+s] = true
+				out = append(out, pre+s)
+			}
+		}
+	}
+	sl := slots[i]
+	if sl.run {
+		if inRun {
+			add(gramsAt(slots, i+1, skip, n, false, memo, gmemo), "")
+		}
+		add(gramsAt(slots, i, skip-1, n, true, memo, gmemo), "")
+	} else {
+		for _, w := range sl.spell {
+			switch {
+			case skip >= len(w):
+				add(gramsAt(slots, i+1, skip-len(w), n, false, memo, gmemo), "")
+			case len(w)-skip >= n:
+				add([]string{w[skip : skip+n]}, "")
+			default:
+				add(prefixesFrom(slots, i+1, n-(len(w)-skip), false, memo), w[skip:])
+			}
+		}
+	}
+	gmemo[key] = out
+	return out
+}
+
+// strideGram is a 3-gram at an offset of a spelled needle.
+type strideGram struct {
+	gram   string
+	offset int
+}
+
+// spellings of the lanes' needles, as the skip filters need them.
+type spelledSet struct {
+	prefixes []string     // first four bytes
+	strides  []strideGram // 3-grams at offsets 0 to needleStride-1
+}
+
+// spelledGrams returns the first bytes of every spelling, by the lanes'
+// families, of the needles the lanes report. The raw text of a needle is
+// one of its spellings and is in the filters already; it may come again.
+func spelledGrams(pats []pattern, lanes []laneSpec) spelledSet {
+	var out spelledSet
+	seenP := map[string]bool{}
+	seenS := map[strideGram]bool{}
+	for _, p := range pats {
+		for _, ls := range lanes {
+			if ls.kind == laneSpace && !p.space || ls.kind == laneEscape && !p.esc {
+				continue
+			}
+			slots := ls.fam.slots(p.text)
+			memo := map[[3]int][]string{}
+			gmemo := map[[4]int][]string{}
+			for _, g := range prefixesFrom(slots, 0, 4, false, memo) {
+				if !seenP[g] {
+					seenP[g] = true
+					out.prefixes = append(out.prefixes, g)
+				}
+			}
+			for o := 0; o < needleStride; o++ {
+				for _, g := range gramsAt(slots, 0, o, 3, false, memo, gmemo) {
+					sg := strideGram{g, o}
+					if !seenS[sg] {
+						seenS[sg] = true
+						out.strides = append(out.strides, sg)
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,267 @@
+package redact
+
+// A lane reads the stream as one escaping family writes it: it decodes the
+// family's escapes (or collapses its runs) and feeds what they stand for to
+// the same automaton as the raw bytes, reporting the needles marked for the
+// family (the secret itself, its lines, its collapsed form; see pattern).
+// So "secret char or any spelling of it" is matched in one pass with one
+// automaton: each lane is only a cursor over its tables.
+//
+// A lane costs nothing while the decoded text equals the raw text: it is
+// attached to the raw scan, its state the raw state. It detaches at a byte
+// that may begin one of its escapes, taking a copy of the raw state, and
+// attaches again once its state equals the raw state with no escape in
+// the last depth-of-state decoded bytes (so that both stand for the same
+// bytes at the same positions, and the raw matches cover the lane's). A
+// detached lane remembers, for each decoded byte it may still need, the
+// raw position it came from (ring), so that a match becomes a raw span.
+//
+// The skip (automaton.skip) passes only positions at which no spelling of
+// a lane's needle can begin: the filters hold every spelling's first bytes
+// (family.go). When it resumes at q, an escape of the passed text may
+// still be open at q; resync reads the bytes before q again, decoding only,
+// so that each lane splits the text into escapes exactly where a scan of
+// every byte would. Nothing decoded before q is fed to the automaton: every
+// match it could begin would begin at a position the skip refuted.
+
+// Lane kinds: which needles a lane reports.
+const (
+	laneEscape = iota
+	laneSpace
+)
+
+type lane struct {
+	fam  *family
+	kind int
+	// intro marks the bytes that may begin an escape or a run.
+	intro *[256]bool
+
+	detached bool
+	state    int32
+	k        int64 // decoded bytes since the lane detached
+	since    int32 // decoded bytes since the last escape or run
+	esc      [maxEscape + 1]byte
+	escLen   int
+	escStart int64
+	inRun    bool
+	runStart int64
+	ring     []int64 // raw start of decoded byte k at ring[k&(len-1)]
+}
+
+// laneSpec is what a Redactor knows of one of its lanes.
+type laneSpec struct {
+	fam   *family
+	kind  int
+	intro [256]bool
+}
+
+// newLanes makes the lanes of a stream.
+func newLanes(specs []laneSpec) []lane {
+	if len(specs) == 0 {
+		return nil
+	}
+	ls := make([]lane, len(specs))
+	for i := range specs {
+		ls[i] = lane{fam: specs[i].fam, kind: specs[i].kind, intro: &specs[i].intro}
+	}
+	return ls
+}
+
+// holdFlag is the state flag of the prefixes a lane of kind k holds.
+func holdFlag(kind int) uint32 {
+	if kind == laneSpace {
+		return flagSpaceHolding
+	}
+	return flagEscHolding
+}
+
+// stepLanes feeds raw byte b at position j to every lane that is detached
+// or that b detaches; prev is the raw state before b, cur after it.
+func (s *Stream) stepLanes(b byte, j int64, prev, cur int32) {
+	a := s.r.ac
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		if !l.detached {
+			if !l.intro[b] {
+				continue
+			}
+			s.detach(l, prev, j)
+		}
+		l.feed(s, b, j, true)
+		if l.escLen == 0 && !l.inRun && l.state == cur && l.since >= a.states[cur].depth {
+			l.detached = false
+			s.detachedN--
+		}
+	}
+}
+
+// detach starts a lane from the raw state st, whose bytes end just before j.
+func (s *Stream) detach(l *lane, st int32, j int64) {
+	l.detached = true
+	s.detachedN++
+	l.state = st
+	d := int64(s.r.ac.states[st].depth)
+	if l.ring == nil {
+		l.ring = make([]int64, s.r.ringLen)
+	}
+	mask := int64(len(l.ring) - 1)
+	for t := int64(0); t < d; t++ {
+		l.ring[t&mask] = j - d + t
+	}
+	l.k = d
+	l.since = 1 << 30
+}
+
+// feed runs raw byte b at position j through the lane's decoder. With live
+// unset it only decodes: what the escapes stand for is not fed on.
+func (l *lane) feed(s *Stream, b byte, j int64, live bool) {
+	f := l.fam
+	if f.run != nil {
+		if f.run[b] {
+			if !l.inRun {
+				l.inRun, l.runStart = true, j
+			}
+			return
+		}
+		if l.inRun {
+			l.inRun = false
+			if live {
+				l.emit(s, f.runAs, l.runStart, j, true)
+			}
+		}
+		if live {
+			l.emit(s, b, j, j+1, false)
+		}
+		return
+	}
+	if l.escLen == 0 && !l.intro[b] {
+		if live {
+			l.emit(s, b, j, j+1, false)
+		}
+		return
+	}
+	if l.escLen == 0 {
+		l.escStart = j
+	}
+	l.esc[l.escLen] = b
+	l.escLen++
+	var buf [8]byte
+	st, out := f.decode(l.esc[:l.escLen], buf[:0])
+	switch st {
+	case escPartial:
+		if l.escLen < maxEscape {
+			return
+		}
+	case escDone:
+		l.escLen = 0
+		if live {
+			for _, c := range out {
+				l.emit(s, c, l.escStart, j+1, true)
+			}
+		}
+		return
+	}
+	// Not an escape after all: its first byte is itself, and the rest is
+	// read again, since it may begin an escape of its own.
+	var rest [maxEscape + 1]byte
+	n := copy(rest[:], l.esc[1:l.escLen])
+	start := l.escStart
+	l.escLen = 0
+	if live {
+		l.emit(s, l.esc[0], start, start+1, false)
+	}
+	for t := 0; t < n; t++ {
+		l.feed(s, rest[t], start+1+int64(t), live)
+	}
+}
+
+// emit feeds one decoded byte c, which came from the raw bytes [from, to),
+// to the lane's automaton, and records the needles it completes.
+func (l *lane) emit(s *Stream, c byte, from, to int64, escaped bool) {
+	a := s.r.ac
+	mask := int64(len(l.ring) - 1)
+	l.ring[l.k&mask] = from
+	l.k++
+	if escaped {
+		l.since = 0
+	} else if l.since < 1<<30 {
+		l.since++
+	}
+	l.state = a.next(l.state, c)
+	if k := a.states[l.state].info >> outShift; k != 0 {
+		out := &a.outs[k-1]
+		m := out.esc
+		if l.kind == laneSpace {
+			m = out.space
+		}
+		if m > 0 {
+			s.addInterval(l.ring[(l.k-int64(m))&mask], to)
+		}
+	}
+}
+
+// frontier returns the earliest raw position the lane may still need,
+// or pos. At the end of the stream (final), an escape that is still open
+// counts only if a needle's spelling may begin with it.
+func (l *lane) frontier(s *Stream, pos int64, final bool) int64 {
+	if !l.detached {
+		return pos
+	}
+	a := s.r.ac
+	f := pos
+	h := a.heldBy(l.state, holdFlag(l.kind))
+	if h > 0 {
+		f = l.ring[(l.k-int64(h))&int64(len(l.ring)-1)]
+	}
+	if l.escLen > 0 && (!final || h > 0 || a.mayBegin(l.esc[:l.escLen])) {
+		f = min(f, l.escStart)
+	}
+	if l.inRun && a.heldBy(a.next(l.state, l.fam.runAs), holdFlag(l.kind)) > 0 {
+		f = min(f, l.runStart)
+	}
+	return f
+}
+
+// mayBegin reports whether the prefix filter admits a pattern beginning
+// with p, for some byte after p when p has only three.
+func (a *automaton) mayBegin(p []byte) bool {
+	switch {
+	case len(p) >= 4:
+		return a.hit(p, 0)
+	case len(p) == 3:
+		var q [4]byte
+		copy(q[:], p)
+		for c := 0; c < 256; c++ {
+			q[3] = byte(c)
+			if a.hit(q[:], 0) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resync brings every lane to the decoder state a scan of every byte would
+// have at p[q], after the skip passed p[from:q] with every lane attached
+// and at rest at from.
+func (s *Stream) resync(p []byte, from, q int) {
+	if q == from {
+		return
+	}
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		start := max(from, q-maxEscape-1)
+		// A run of introducers (backslashes, whitespace) pairs up from its
+		// first byte: read it whole.
+		for start > from && p[start-1] == p[start] && l.intro[p[start]] ||
+			start > from && l.fam.run != nil && l.fam.run[p[start-1]] {
+			start--
+		}
+		for t := start; t < q; t++ {
+			l.feed(s, p[t], s.curBase+int64(t), false)
+		}
+		if l.escLen > 0 || l.inRun {
+			s.detach(l, 0, s.curBase+int64(q))
+		}
+	}
+}
