@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 
@@ -491,3 +492,84 @@ func TestWaitIsNoSecretOracle(t *testing.T) {
 // redactFor keeps a test's failure message from printing the secret it
 // guards.
 func redactFor(s, secret string) string { return strings.ReplaceAll(s, secret, "<secret>") }
+
+// TestWaitInterruptedWhileGuardianStalls checks that a wait blocked on a
+// guardian that answers nothing (stopped, within its ownership window)
+// still ends at SIGINT, SIGTERM and SIGHUP with exit status 130 and the
+// one typed error, and leaves the service running.
+func TestWaitInterruptedWhileGuardianStalls(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
+	run("configure", "--enable") // a 30 s window: it does not lapse here
+	var started struct {
+		MonitorID string `json:"monitor_id"`
+	}
+	if err := json.Unmarshal(run("start", "--", "sleeper"), &started); err != nil {
+		t.Fatal(err)
+	}
+	id := started.MonitorID
+	dir := &state.Dir{Path: stateDir}
+	m, err := dir.LoadMonitor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopGuardian(t, m, dir.MonitorDir(id))
+	defer unix.Kill(m.GuardianPID, unix.SIGCONT)
+
+	for _, sig := range []unix.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP} {
+		for _, kind := range [][]string{{"--output", "never printed"}, {"--exit"}, {"--file", "never.json"}} {
+			w := procmon(append([]string{"wait", id}, kind...)...)
+			var stdout bytes.Buffer
+			w.Stdout = &stdout
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := awaitWaiting(stateDir, 1); !ok {
+				w.Process.Kill()
+				w.Wait()
+				t.Fatalf("procmon wait %v never started waiting", kind)
+			}
+			if err := w.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := w.Wait()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 130 {
+				t.Fatalf("procmon wait %v after %v: %v, want exit status 130; wrote %q", kind, sig, err, stdout.String())
+			}
+			if lines := strings.Count(stdout.String(), "\n"); lines != 1 || !strings.Contains(stdout.String(), `"code":"wait_interrupted"`) {
+				t.Fatalf("procmon wait %v after %v wrote %q, want one wait_interrupted error", kind, sig, stdout.String())
+			}
+		}
+	}
+
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	run("cancel", id)
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// stopGuardian stops a monitor's guardian at a moment it does not hold
+// the monitor's lock, as the script command sigguardian does.
+func stopGuardian(t *testing.T, m *state.Monitor, mdir string) {
+	t.Helper()
+	lock := flock.New(filepath.Join(mdir, "lock"))
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
+		if !proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
+			t.Fatalf("guardian %d is not running", m.GuardianPID)
+		}
+		unix.Kill(m.GuardianPID, unix.SIGSTOP)
+		for !stopped(m.GuardianPID) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if ok, err := lock.TryLock(); err == nil && ok {
+			lock.Unlock()
+			return
+		}
+		unix.Kill(m.GuardianPID, unix.SIGCONT)
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("guardian %d kept its lock for %v", m.GuardianPID, patience)
+}

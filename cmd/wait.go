@@ -180,7 +180,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 			if err != nil {
 				return wait.Custody{}, err
 			}
-			return custodyOf(o), nil
+			return custodyOf(o, env.Now()), nil
 		},
 		Changes: func(ctx context.Context) (<-chan struct{}, io.Closer, error) { return proc.WatchChanges(ctx, dir, id) },
 	}
@@ -200,10 +200,12 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 			With("monitor_id", id).With("elapsed_ms", elapsed)
 	}
 	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now, Start: start})
+	if ctx.Err() != nil {
+		// Interrupted, even if the evidence was decided meanwhile: an
+		// interrupt before the answer is written always exits 130.
+		return nil, interrupted()
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, interrupted()
-		}
 		return nil, err
 	}
 	return &waitResponse{MonitorID: id, Condition: cond, Evidence: ev}, nil
@@ -228,9 +230,14 @@ func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
 	return wait.Rules{Root: root, StateDir: stateDir, PrivatePaths: r.Policy.Private()}, nil
 }
 
-// custodyOf is what a wait needs of an observation. A receipt whose
-// custody could not be proven ends nothing a wait can rely on.
-func custodyOf(o *proc.Observation) wait.Custody {
+// custodyOf is what a wait needs of an observation at now. A receipt
+// whose custody could not be proven ends nothing a wait can rely on.
+// Custody without a receipt lapses at the end of the ownership window the
+// record shows: Observe says when a running monitor is past it, and the
+// same rule holds of a settling one here, whose guardian set its window
+// to cover the whole drain (a guardian stopped while it drains answers
+// nothing and writes nothing, and a wait must not wait for it forever).
+func custodyOf(o *proc.Observation, now time.Time) wait.Custody {
 	c := wait.Custody{
 		Status:     o.Status,
 		Terminal:   o.Terminal(),
@@ -244,5 +251,19 @@ func custodyOf(o *proc.Observation) wait.Custody {
 			c.Why = "reconcile could not prove custody of its group"
 		}
 	}
+	if c.Terminal || c.Unverified {
+		return c
+	}
+	expires := o.Monitor.OwnershipExpiresAtMs
+	switch {
+	case now.UnixMilli() <= expires:
+		c.Lapses = time.UnixMilli(expires + 1)
+	case o.Status == state.StatusSettling:
+		c.Unverified = true
+		c.Why = "the ownership window expired while the guardian settled, without a receipt"
+	}
+	// A running monitor past its recorded window is one whose live
+	// guardian told Observe it holds custody but could not store its
+	// heartbeat: the re-check looks again.
 	return c
 }

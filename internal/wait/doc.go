@@ -11,5 +11,7 @@
 // a file reached through a symlink is refused, not read. It does not know
 // how monitors are stored or how custody is proven: the caller says, on
 // every look, whether the monitor has a verified terminal receipt (which
-// is what satisfies an exit condition) or has lost verified custody.
+// is what satisfies an exit condition) or has lost verified custody, and
+// when its custody lapses unless renewed: the wait looks again then, and
+// never waits on its guardian past that moment.
 package wait

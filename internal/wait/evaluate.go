@@ -37,6 +37,12 @@ type Custody struct {
 	Reason   string
 	ExitCode *int
 	Signal   *string
+	// Lapses is when custody stops being proven unless the guardian
+	// renews it (the end of its ownership window); zero when nothing can
+	// lapse, or when the caller cannot say. A stalled guardian changes no
+	// file and sends no notice, so the wait looks again at that moment,
+	// and talks to the guardian no longer than until then.
+	Lapses time.Time
 }
 
 // Target is the monitor a wait observes.
@@ -77,6 +83,20 @@ type Options struct {
 	// looked, when set, is called after each look that did not end the
 	// wait, so tests can change things at exactly that point.
 	looked func()
+}
+
+// talkDeadline is how long a wait that began at start waits for its
+// guardian to answer: until the wait's timeout or the moment custody
+// lapses, whichever is first; zero when neither bounds it.
+func talkDeadline(start time.Time, timeout time.Duration, lapses time.Time) time.Time {
+	var by time.Time
+	if timeout > 0 {
+		by = start.Add(timeout)
+	}
+	if !lapses.IsZero() && (by.IsZero() || lapses.Before(by)) {
+		by = lapses
+	}
+	return by
 }
 
 // DefaultRecheck is the safety re-check period. It only bounds how late a
@@ -153,23 +173,41 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		start = opt.Now()
 	}
 
+	e := &evaluation{cond: c, target: t, opt: opt, rootFD: -1}
+	defer e.close()
+	if err := e.open(); err != nil {
+		return Evidence{}, err
+	}
+	// Custody is looked at before anything that needs the guardian to
+	// answer: custody already lost is answered at once, and a guardian
+	// that does not answer (stopped, or wedged) is waited for only until
+	// the wait's timeout or the end of its ownership window, whichever
+	// comes first. The loop then looks again.
+	if err := e.observe(); err != nil {
+		return Evidence{}, err
+	}
+	if e.custody.Unverified {
+		return e.evidence(OutcomeUnavailable, opt.Now().Sub(start)), nil
+	}
+	guardianCtx, cancelGuardian := ctx, context.CancelFunc(func() {})
+	if by := talkDeadline(start, opt.Timeout, e.custody.Lapses); !by.IsZero() {
+		guardianCtx, cancelGuardian = context.WithDeadline(ctx, by)
+	}
+
 	// Changes come from the guardian while it sends them, else from a
-	// watch on the monitor's directory. Subscribing comes before the first
-	// look, so nothing written after that look goes unnoticed.
+	// watch on the monitor's directory. Subscribing comes before the
+	// looks of the loop, so nothing written after a look goes unnoticed.
 	var notices <-chan struct{}
 	if t.Changes != nil {
-		// A guardian that does not answer (stopped, or wedged) must not
-		// hold the wait past its timeout or an interrupt.
-		subCtx, cancel := ctx, context.CancelFunc(func() {})
-		if opt.Timeout > 0 {
-			subCtx, cancel = context.WithDeadline(ctx, start.Add(opt.Timeout))
-		}
-		ch, sub, err := t.Changes(subCtx)
-		cancel()
+		ch, sub, err := t.Changes(guardianCtx)
 		if err == nil {
 			defer sub.Close()
 			notices = ch
 		}
+	}
+	cancelGuardian()
+	if err := ctx.Err(); err != nil {
+		return Evidence{}, err
 	}
 	var dirWatch *Watcher
 	var dirEvents <-chan struct{}
@@ -192,11 +230,6 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		}
 	}
 
-	e := &evaluation{cond: c, target: t, opt: opt, rootFD: -1}
-	defer e.close()
-	if err := e.open(); err != nil {
-		return Evidence{}, err
-	}
 	var fileEvents <-chan struct{}
 	if e.fileWatch != nil {
 		fileEvents = e.fileWatch.Events()
@@ -210,6 +243,11 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 	}
 	recheck := time.NewTicker(opt.Recheck)
 	defer recheck.Stop()
+	// lapse fires when the custody last seen lapses, unless a look
+	// before then saw it renewed.
+	lapse := time.NewTimer(time.Hour)
+	lapse.Stop()
+	defer lapse.Stop()
 
 	timedOut := false
 	for {
@@ -222,6 +260,13 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		}
 		if outcome != "" {
 			return e.evidence(outcome, opt.Now().Sub(start)), nil
+		}
+		if d := e.custody.Lapses.Sub(opt.Now()); !e.custody.Lapses.IsZero() && d > 0 {
+			lapse.Reset(d)
+		} else {
+			// A moment already past is left to the re-check: looking
+			// again at once would find the same custody.
+			lapse.Stop()
 		}
 		if notices == nil && dirWatch == nil {
 			// The guardian's notices ended without deciding the wait (a
@@ -254,6 +299,8 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 			// Also covers changes no watch reports (writes through a
 			// shared mapping).
 			e.fileChanged = true
+		case <-lapse.C:
+			// The window has lapsed unless it was renewed: look.
 		case <-deadline:
 			// Look once more: evidence that arrived with the deadline
 			// still counts.
@@ -317,15 +364,25 @@ func (e *evaluation) close() {
 	}
 }
 
+// observe reads the monitor's custody into e.custody.
+func (e *evaluation) observe() error {
+	cust, err := e.target.Observe()
+	if err != nil {
+		return err
+	}
+	e.custody = cust
+	return nil
+}
+
 // step looks once and returns the outcome, or "" to keep waiting. Custody
 // is read before the evidence, so evidence read after a terminal custody
 // is all there will ever be.
 func (e *evaluation) step() (string, error) {
-	cust, err := e.target.Observe()
-	if err != nil {
+	if err := e.observe(); err != nil {
 		return "", err
 	}
-	e.custody = cust
+	cust := e.custody
+	var err error
 	if cust.Unverified {
 		return OutcomeUnavailable, nil
 	}

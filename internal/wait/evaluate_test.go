@@ -453,3 +453,47 @@ func TestEvaluateWithoutGuardianWatchesDirectory(t *testing.T) {
 	)
 	wantOutcome(t, ev, OutcomeSatisfied)
 }
+
+// lapsingCustody is the custody of a monitor whose guardian stalled: it
+// shows running until its window ends at lapses, and unverified after,
+// with no file changed and no notice sent.
+func lapsingCustody(lapses time.Time) func() (Custody, error) {
+	return func() (Custody, error) {
+		if time.Now().After(lapses) {
+			return Custody{Status: "needs_reconciliation", Unverified: true, Why: "the ownership window expired"}, nil
+		}
+		return Custody{Status: "running", Lapses: lapses}, nil
+	}
+}
+
+// A guardian that stalls renews nothing and tells nobody: the wait looks
+// again when the window it saw ends, without any event or re-check.
+func TestEvaluateLooksWhenCustodyLapses(t *testing.T) {
+	for _, c := range []Condition{outputCond("ready"), {Kind: KindExit}, fileCond("ready")} {
+		m := newFakeMonitor(t, running)
+		target := m.target(t.TempDir())
+		lapses := time.Now().Add(200 * time.Millisecond)
+		target.Observe = lapsingCustody(lapses)
+		ev := evaluate(t, context.Background(), c, target, Options{Timeout: failAfter})
+		wantOutcome(t, ev, OutcomeUnavailable)
+		if late := time.Since(lapses); late > failAfter/2 {
+			t.Fatalf("%s: unavailable %v after the window lapsed", c.Kind, late)
+		}
+	}
+}
+
+// A guardian that stalls does not answer a subscription either: it is
+// waited for only until its window lapses, then the wait answers.
+func TestEvaluateStalledGuardianHoldsNoWait(t *testing.T) {
+	for _, c := range []Condition{outputCond("ready"), {Kind: KindExit}, fileCond("ready")} {
+		m := newFakeMonitor(t, running)
+		target := m.target(t.TempDir())
+		target.Observe = lapsingCustody(time.Now().Add(200 * time.Millisecond))
+		target.Changes = func(ctx context.Context) (<-chan struct{}, io.Closer, error) {
+			<-ctx.Done() // a stopped guardian answers nothing
+			return nil, nil, ctx.Err()
+		}
+		ev := evaluate(t, context.Background(), c, target, Options{Timeout: failAfter})
+		wantOutcome(t, ev, OutcomeUnavailable)
+	}
+}
