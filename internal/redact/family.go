@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -203,8 +204,10 @@ func digitVal(b byte, base int) int {
 // appends what the escape stands for to out.
 func (e *escape) parse(p []byte, out []byte) (escStatus, []byte) {
 	n := min(len(p), len(e.prefix))
-	if string(p[:n]) != e.prefix[:n] {
-		return escFail, out
+	for i := 0; i < n; i++ {
+		if p[i] != e.prefix[i] {
+			return escFail, out
+		}
 	}
 	if len(p) < len(e.prefix) {
 		return escPartial, out
@@ -277,20 +280,35 @@ func (e *escape) parse(p []byte, out []byte) (escStatus, []byte) {
 	return escDone, utf8.AppendRune(out, rune(v))
 }
 
-// decode tries every escape of f on the pending bytes p: escDone with what
-// they stand for as soon as one escape is complete, escPartial while one
-// may still be, else escFail.
-func (f *family) decode(p []byte, out []byte) (escStatus, []byte) {
+// decode tries the escapes of f in the mask live on the pending bytes p:
+// escDone with what they stand for as soon as one escape is complete,
+// escPartial while one may still be, else escFail. It returns the escapes
+// still alive.
+func (f *family) decode(p []byte, out []byte, live uint32) (escStatus, []byte, uint32) {
 	st := escFail
-	for i := range f.escapes {
+	for m := live; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
 		switch s, o := f.escapes[i].parse(p, out); s {
 		case escDone:
-			return escDone, o
+			return escDone, o, live
 		case escPartial:
 			st = escPartial
+		default:
+			live &^= 1 << i
 		}
 	}
-	return st, out
+	return st, out, live
+}
+
+// starting returns the escapes of f that begin with b.
+func (f *family) starting(b byte) uint32 {
+	var m uint32
+	for i, e := range f.escapes {
+		if e.prefix[0] == b {
+			m |= 1 << i
+		}
+	}
+	return m
 }
 
 // introducers returns the bytes that may begin an escape or a run of f.

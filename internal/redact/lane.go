@@ -35,6 +35,7 @@ type lane struct {
 	kind int
 	// intro marks the bytes that may begin an escape or a run.
 	intro *[256]bool
+	first *[256]uint32
 
 	detached bool
 	state    int32
@@ -42,6 +43,7 @@ type lane struct {
 	since    int32 // decoded bytes since the last escape or run
 	esc      [maxEscape + 1]byte
 	escLen   int
+	escLive  uint32 // the escapes the pending bytes may still be
 	escStart int64
 	inRun    bool
 	runStart int64
@@ -53,6 +55,8 @@ type laneSpec struct {
 	fam   *family
 	kind  int
 	intro [256]bool
+	// first has, for each byte, the escapes that begin with it.
+	first [256]uint32
 }
 
 // newLanes makes the lanes of a stream.
@@ -62,7 +66,7 @@ func newLanes(specs []laneSpec) []lane {
 	}
 	ls := make([]lane, len(specs))
 	for i := range specs {
-		ls[i] = lane{fam: specs[i].fam, kind: specs[i].kind, intro: &specs[i].intro}
+		ls[i] = lane{fam: specs[i].fam, kind: specs[i].kind, intro: &specs[i].intro, first: &specs[i].first}
 	}
 	return ls
 }
@@ -88,7 +92,10 @@ func (s *Stream) stepLanes(b byte, j int64, prev, cur int32) {
 			s.detach(l, prev, j)
 		}
 		l.feed(s, b, j, true)
-		if l.escLen == 0 && !l.inRun && l.state == cur && l.since >= a.states[cur].depth {
+		// At the root with nothing pending, every candidate the lane may
+		// begin is one the raw scan begins too, with the same bytes at the
+		// same positions, until the next byte that detaches the lane.
+		if l.escLen == 0 && !l.inRun && (l.state == 0 || l.state == cur && l.since >= a.states[cur].depth) {
 			l.detached = false
 			s.detachedN--
 		}
@@ -142,11 +149,14 @@ func (l *lane) feed(s *Stream, b byte, j int64, live bool) {
 	}
 	if l.escLen == 0 {
 		l.escStart = j
+		l.escLive = l.first[b]
 	}
 	l.esc[l.escLen] = b
 	l.escLen++
 	var buf [8]byte
-	st, out := f.decode(l.esc[:l.escLen], buf[:0])
+	var st escStatus
+	var out []byte
+	st, out, l.escLive = f.decode(l.esc[:l.escLen], buf[:0], l.escLive)
 	switch st {
 	case escPartial:
 		if l.escLen < maxEscape {

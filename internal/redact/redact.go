@@ -93,7 +93,11 @@ func lanesFor(secrets []string) []laneSpec {
 		if f.run != nil {
 			kind = laneSpace
 		}
-		out = append(out, laneSpec{fam: f, kind: kind, intro: f.introducers()})
+		ls := laneSpec{fam: f, kind: kind, intro: f.introducers()}
+		for b := range ls.first {
+			ls.first[b] = f.starting(byte(b))
+		}
+		out = append(out, ls)
 	}
 	return out
 }
