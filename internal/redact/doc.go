@@ -16,7 +16,40 @@
 // (std and url, at each of the three alignments inside a longer blob); a
 // multi-line secret also line by line and with its line breaks rewritten.
 // All of these, for all secrets, are needles of one Aho-Corasick automaton
-// whose state carries across writes. Independently of registration,
+// whose state carries across writes.
+//
+// A program may escape any subset of a secret's characters, and libraries
+// differ in which they choose, so a list of each library's output cannot
+// be complete. The secret and each of its lines are also found in any
+// spelling of an escaping family (family.go): each character as itself or
+// as any escape of the family that stands for it. The families are those
+// by which programs put a string into their output, and so into a log:
+//
+//   - backslash escapes, of structured logs and debug printing: JSON and
+//     JavaScript (\uXXXX in either case,
+//     surrogate pairs, \/ and the short escapes; Go's HTML-safe \u0026
+//     \u003c \u003e and Python's ensure_ascii are \uXXXX), Go's
+//     strconv.Quote and QuoteToASCII and Python's repr (\xXX, \UXXXXXXXX);
+//   - percent-encoding, of every logged URL and form body, in query form ('+' for a space) and path form
+//     ('+' as itself), any character, either hex case;
+//   - HTML and XML character references, of rendered pages, templates and
+//     XML payloads: &amp; &lt; &gt; &quot; &apos;,
+//     decimal and hex, with leading zeros and any case of x and digits;
+//   - whitespace: any run of it where a multi-line secret breaks a line, as
+//     when a key or certificate is reindented or rejoined.
+//
+// Each family is a lane of the stream that decodes its escapes and feeds
+// what they stand for to the same automaton, so this is still one pass
+// with one automaton (lane.go). A family is one table; adding one adds a
+// lane, which costs nothing while the text has none of its escapes.
+// Escapes nested in another family (a JSON string percent-encoded) are
+// found when the inner form is one of [Forms]; a form glued to a broken
+// escape before it (a lone backslash before \u0041) is read the way the
+// broken escape reads it. Go writes \xXX for bytes that are not UTF-8,
+// where Python writes a code point; the lanes read a code point, and the
+// Go-quoted needle of [Forms] keeps Go's reading.
+//
+// Independently of registration,
 // format rules redact private-key PEM blocks, GitHub, AWS, Slack, Stripe,
 // OpenAI and Anthropic tokens, JWTs, the credential of an Authorization
 // header, and the password of a URL's userinfo. Without secrets the
@@ -36,6 +69,6 @@
 //
 // At the end of the stream, a held-back tail of three or more bytes that could
 // still have become a credential (a prefix of a needle, of a rule's trigger or
-// of a rule's partial token) is replaced by the marker; a shorter tail is
-// released as is.
+// of a rule's partial token, in any spelling) is replaced by the marker; a
+// shorter tail is released as is.
 package redact

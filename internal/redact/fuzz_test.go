@@ -2,6 +2,9 @@ package redact
 
 import (
 	"bytes"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -11,6 +14,7 @@ var fuzzSecrets = []string{
 	"hunter2hunter2",
 	"multi-line\nsecret-value\r\nend",
 	`q"uo\te&<x>/+ %`,
+	"ab\ncd-é🔑\\x",
 }
 
 // fuzzPieces are what a byte of 0xE0 or more expands to (the next byte picks
@@ -21,6 +25,24 @@ func fuzzPieces() []string {
 	for _, n := range allNeedles(fuzzSecrets) {
 		p = append(p, n, n[:len(n)/2], n[len(n)/2:])
 	}
+	// Escaped forms, by the real encoders and by hand, and their halves,
+	// with the families' introducers and broken escapes.
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := slices.Sorted(maps.Keys(encoders))
+	for _, s := range fuzzSecrets {
+		var forms []string
+		for _, n := range names {
+			forms = append(forms, encoders[n](s))
+		}
+		for _, fam := range []string{"json", "go", "percent", "entity"} {
+			forms = append(forms, partialEscape(rng, fam, s))
+		}
+		for _, f := range forms {
+			p = append(p, f, f[:len(f)/2], f[len(f)/2:])
+		}
+	}
+	p = append(p, escFilling...)
+	p = append(p, "  \t", "\r\n", "\\u", "%4", "&#x", "&#0", ";", "\\ud83d\\udd11", "+")
 	p = append(p,
 		"ghp_", ghTok, "eyJhbGciOi", ".", "-----BEGIN RSA PRIVATE KEY-----",
 		"-----END RSA PRIVATE KEY-----", "Authorization: Bearer ", "https://u:",
@@ -56,14 +78,17 @@ func sizes(spec []byte, shift int) func() int {
 
 // FuzzChunking checks the streaming invariant: whatever the write
 // boundaries, the output equals whole-input redaction, which equals the
-// byte-by-byte scan without skipping; no needle of a registered secret
-// survives; and without format rules the output equals the naive oracle.
+// byte-by-byte scan without skipping, escape lanes included; no needle of a
+// registered secret survives; and without format rules and lanes the
+// output equals the naive oracle.
 func FuzzChunking(f *testing.F) {
 	f.Add([]byte("xx1212\xe012345678yy"), []byte{4, 1, 0, 7})
 	f.Add([]byte("aaaaaaaaaaaab and \xe5\xe6 then \xf3\xf4\xf5\xf6 end"), []byte{1})
 	f.Add([]byte("\xf7\xf8 token \xfa\xfb.\xfa\xfb\xfa.abcd \xfc\xfd\nMII\n\xfe"), []byte{3, 9, 2})
 	f.Add([]byte("GET https://u:p@ss@h \xe2\xe3\xe4 hunter2hunt"), []byte{})
 	f.Add([]byte("multi-line secret-value\r\nend\tmulti-line\n"), []byte{11, 5})
+	f.Add([]byte("x=hunter2%68unter2 h&#117;nter2hunter2 \\u0068unter2hunter2 \\\\u0068unter2hunter2"), []byte{2, 1})
+	f.Add([]byte("multi-line\n\n   secret-value \t end\n"), []byte{1, 0, 4})
 
 	pieces := fuzzPieces()
 	needles := allNeedles(fuzzSecrets)
