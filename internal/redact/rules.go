@@ -132,11 +132,17 @@ func rulePatterns() []pattern {
 	add(ruleJWT, "eyJ", true, 0)
 	add(rulePEM, "-----BEGIN ", true, 5) // "BE" "EG"
 	add(ruleURL, urlTrigger, false, 0)
+	add(ruleURL, urlTriggerJSON, false, 1) // "\/" "/\"
 	return pats
 }
 
-// urlTrigger starts the URL rule.
-const urlTrigger = "://"
+// urlTrigger starts the URL rule; so does urlTriggerJSON, the same in a
+// JSON string whose writer escapes '/' (PHP, some Java libraries), after
+// which the userinfo is as in the plain URL.
+const (
+	urlTrigger     = "://"
+	urlTriggerJSON = `:\/\/`
+)
 
 // authWindow places the stride window of the Authorization header name on
 // "iz" and "za": 'z' is rare in logs.
@@ -234,6 +240,15 @@ type authState struct {
 	quote     bool
 	schemeLen uint8
 	scheme    [6]byte
+	// A header inside a percent-encoded value (a logged URL or form body)
+	// writes its colon and spaces as %3A, %20 or '+': pct counts the bytes
+	// of an escape being read (1 after '%', 2 after its first digit), and
+	// encoded says one was, so that the credential ends at the '&' or '"'
+	// that ends the value.
+	pct      uint8
+	pctHi    byte
+	pctStart int64
+	encoded  bool
 }
 
 // start begins a rule's candidate at the given position unless one is
@@ -461,6 +476,36 @@ func urlInert(p []byte, i int) bool {
 // only the credential after the scheme is redacted, as it comes.
 func (s *Stream) authPhase(b byte, j int64) {
 	a := &s.auth
+	if a.phase != authCred {
+		switch {
+		case a.pct == 0 && b == '%':
+			a.pct, a.pctStart = 1, j
+			return
+		case a.pct == 1 && digitVal(b, 16) >= 0:
+			a.pct, a.pctHi = 2, b
+			return
+		case a.pct == 2 && digitVal(b, 16) >= 0:
+			a.pct = 0
+			a.encoded = true
+			s.authByte(byte(digitVal(a.pctHi, 16)<<4|digitVal(b, 16)), a.pctStart, j)
+			return
+		case a.pct != 0:
+			a.pct = 0
+			a.phase = authIdle
+			return
+		case b == '+' && a.phase != authName:
+			a.encoded = true
+			s.authByte(' ', j, j)
+			return
+		}
+	}
+	s.authByte(b, j, j)
+}
+
+// authByte is authPhase for one byte b, decoded from the input [from, to].
+func (s *Stream) authByte(b byte, from, to int64) {
+	a := &s.auth
+	j := to
 	switch a.phase {
 	case authName:
 		switch {
@@ -504,10 +549,10 @@ func (s *Stream) authPhase(b byte, j int64) {
 			a.phase = authIdle
 		default:
 			a.phase = authCred
-			s.addInterval(j, j+1)
+			s.addInterval(from, j+1)
 		}
 	case authCred:
-		if classSpace[b] {
+		if classSpace[b] || a.encoded && (b == '&' || b == '"') {
 			a.phase = authIdle
 		} else {
 			s.addInterval(j, j+1)

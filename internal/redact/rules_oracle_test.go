@@ -22,7 +22,7 @@ var tokenRegexps = []*regexp.Regexp{
 }
 
 // urlPassword is the URL rule: its first group is the password.
-var urlPassword = regexp.MustCompile(`^://[A-Za-z0-9\-._~%!$&'()*+,;=]*:([A-Za-z0-9\-._~%!$&'()*+,;=:]+)@`)
+var urlPassword = regexp.MustCompile(`^(?:://|:\\/\\/)[A-Za-z0-9\-._~%!$&'()*+,;=]*:([A-Za-z0-9\-._~%!$&'()*+,;=:]+)@`)
 
 // regexpRedact redacts the union of every rule's match at every start,
 // overlapping ones included.
@@ -51,7 +51,7 @@ func regexpRedact(in []byte) []byte {
 func TestTokenRulesAgainstRegexp(t *testing.T) {
 	frags := []string{"ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "ACCA", "xoxb-", "xapp-", "sk_live_",
 		"rk_test_", "sk-proj-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
-		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", "u", ":", "@", "/", "p%40ss!", "h"}
+		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h"}
 	rng := rand.New(rand.NewPCG(13, 14))
 	r := mustNew(t)
 	for round := 0; round < 1500; round++ {

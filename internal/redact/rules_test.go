@@ -60,6 +60,18 @@ var ruleCases = []struct{ name, in, want string }{
 	{"two rules touching", "ghp_" + ghTok + "AKIAIOSFODNN7EXAMPLE", Marker},
 	{"token inside url password", "https://u:ghp_" + ghTok + "@h/", "https://u:" + Marker + "@h/"},
 	{"jwt in bearer", "Authorization: Bearer eyJhbGciOi.eyJzdWIi.abcdEFGH\n", "Authorization: Bearer " + Marker + "\n"},
+	// Escaped forms: tokens are made of characters no family escapes, so
+	// they are found as they are; the header and the URL need their
+	// separators read escaped.
+	{"github token in escaped json", `"{\"token\":\"ghp_` + ghTok + `\"}"`, `"{\"token\":\"` + Marker + `\"}"`},
+	{"github token percent-encoded", "q=token%3Dghp_" + ghTok + "%26x", "q=token%3D" + Marker + "%26x"},
+	{"bearer percent-encoded", "GET /cb?h=Authorization%3A%20Bearer%20abc.def&x=1 ok", "GET /cb?h=Authorization%3A%20Bearer%20" + Marker + "&x=1 ok"},
+	{"bearer query form", "h=authorization%3a+Bearer+tok123 next", "h=authorization%3a+Bearer+" + Marker + " next"},
+	{"bearer credential escaped", "Authorization%3A%20Basic%20%2Babc rest", "Authorization%3A%20Basic%20" + Marker + " rest"},
+	{"bearer in a json value of a url", `"Authorization%3A%20Bearer%20tok" next`, `"Authorization%3A%20Bearer%20` + Marker + `" next`},
+	{"header broken escape", "Authorization%3G Bearer abc", "Authorization%3G Bearer abc"},
+	{"url in json with escaped slashes", `{"u":"https:\/\/bob:s3cret@example.com\/x"}`, `{"u":"https:\/\/bob:` + Marker + `@example.com\/x"}`},
+	{"url escaped slashes no password", `"http:\/\/localhost:8080\/x"`, `"http:\/\/localhost:8080\/x"`},
 }
 
 func TestFormatRules(t *testing.T) {

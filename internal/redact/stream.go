@@ -254,6 +254,8 @@ func (s *Stream) scan(p []byte, i int) int {
 			if int(ak) == len(authWord) && s.auth.phase != authCred {
 				s.auth.phase = authName
 				s.auth.quote = false
+				s.auth.pct = 0
+				s.auth.encoded = false
 			}
 		}
 		for {
@@ -339,6 +341,10 @@ func (s *Stream) frontierAt(pos int64, final bool) int64 {
 	f := pos - int64(s.r.ac.held(s.state))
 	for i := range s.lanes {
 		f = min(f, s.lanes[i].frontier(s, pos, final))
+	}
+	if s.auth.phase == authSpace && s.auth.pct != 0 {
+		// An escape after the scheme may be the credential's first byte.
+		f = min(f, s.auth.pctStart)
 	}
 	for m := s.active; m != 0; m &= m - 1 {
 		rs := &s.rs[bits.TrailingZeros32(m)]

@@ -331,7 +331,8 @@ func TestSkipNeverChangesOutput(t *testing.T) {
 	salt := []string{"://", "https://u:pw@h/", "http://host:80/", "Authorization: Bearer x ",
 		"AUTHORIZATION:basic y", "authoriz", "eyJ", "eyJab.eyJcd.efgh ", "ghp_", "ghp_" + ghTok,
 		"AKIAIOSFODNN7EXAMPLE", "-----BEGIN RSA PRIVATE KEY-----\nx\n-----END RSA PRIVATE KEY-----",
-		"sk-ant-", "xoxb-1234567890", "key ", "iz", "za"}
+		"sk-ant-", "xoxb-1234567890", "key ", "iz", "za", "Authorization%3A%20Bearer%20x&y ", "authorization%3a+basic+",
+		`https:\/\/u:pw@h\/`, `:\/\/`, "%2", "\\u00", "&#x"}
 	for round := 0; round < 40; round++ {
 		text := logText(2000 + rng.IntN(3000))
 		var in []byte
