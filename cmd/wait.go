@@ -70,6 +70,15 @@ created and still empty: have the service write it elsewhere and rename it
 into place, or give --sha256. URLs, ports and pids are not wait targets:
 wait for the line the service prints when it listens.
 
+The working directory is held by the service's guardian from the start,
+and files are read beneath that directory, never found again by its path:
+if it was renamed, deleted or replaced since (refusal component_moved,
+component_deleted or component_replaced) the outcome is unavailable. Only
+the live guardian can hand the directory over, so a file wait that begins
+after the service ended reads nothing and answers process_ended with the
+refusal component_unproven; one that began before still checks the file
+once more at the end.
+
 Without --timeout the wait has no end of its own. Ctrl-C, SIGTERM or SIGHUP ends
 it with the error wait_interrupted and exit status 130; the service keeps
 running.`,
@@ -192,7 +201,10 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		if err := cond.Validate(rules); err != nil {
 			return nil, err
 		}
-		target.Root = rules.Root
+		// Files are read beneath the root the guardian has held since the
+		// start, never by the path: see wait.Target.
+		target.RootPath = o.Monitor.Cwd
+		target.HoldRoot = func(ctx context.Context) (int, error) { return proc.ComponentRoot(ctx, dir, o.Monitor) }
 	}
 	interrupted := func() error {
 		elapsed := env.Now().Sub(start).Milliseconds()
@@ -211,13 +223,16 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	return &waitResponse{MonitorID: id, Condition: cond, Evidence: ev}, nil
 }
 
-// fileRules are what a file condition on m is checked against. Root and
-// state directory are resolved, so that a state directory reached through
-// a symlinked path is still recognized beneath the root.
+// fileRules are what a file condition on m is checked against, lexically.
+// Root and state directory are resolved, so that a state directory
+// reached through a symlinked path is still recognized beneath the root.
+// A root whose path no longer resolves (renamed or deleted since the
+// start) is checked as recorded: the wait itself then answers unavailable
+// without reading anything.
 func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
 	root, err := filepath.EvalSymlinks(m.Cwd)
 	if err != nil {
-		return wait.Rules{}, protocol.Errorf(protocol.CodeInternal, "component root of %s: %w", m.MonitorID, err).With("monitor_id", m.MonitorID)
+		root = filepath.Clean(m.Cwd)
 	}
 	stateDir, err := filepath.EvalSymlinks(dir.Path)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // that redacted a caller's text would let any process of the user guess a
 // secret one character at a time).
 type controlRequest struct {
-	Op      string `json:"op"` // "cancel", "ping" or "watch"
+	Op      string `json:"op"` // "cancel", "ping", "root" or "watch"
 	GraceMs int64  `json:"grace_ms,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 }
@@ -168,6 +168,9 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		}
 	case "watch":
 		g.serveWatch(conn)
+		return
+	case "root":
+		g.serveRoot(conn)
 		return
 	case "cancel":
 		select {

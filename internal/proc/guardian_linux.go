@@ -60,6 +60,9 @@ type guardian struct {
 	exit       *exitStatus
 
 	out *outputCopier
+	// root is the component root, held from just before the spawn, for
+	// file waits (see component_linux.go).
+	root *componentRoot
 	// redactText shows a whole text as the redacted stream would.
 	redactText func(string) string
 
@@ -321,6 +324,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		return errAbandoned
 	}
 	<-g.sig.TerminationCaught
+	g.root = holdComponentRoot(spec.Cwd)
 	spawned := make(chan error, 1)
 	go g.custody(path, spawned)
 	if err := <-spawned; err != nil {

@@ -52,9 +52,18 @@ type Target struct {
 	Dir string
 	// LogPath is the redacted output stream, which only grows.
 	LogPath string
-	// Root is the component root, with symlinks resolved; file conditions
-	// are resolved beneath it.
-	Root string
+	// RootPath is the component root as the record names it: the
+	// directory the service was started in. No file is ever reached
+	// through it. On every look at a file it must still name the held
+	// root, so a component renamed, replaced or deleted since the start
+	// makes the wait unavailable instead of being followed.
+	RootPath string
+	// HoldRoot returns a descriptor (O_PATH) of the component root, held
+	// since the start; every file condition is resolved beneath it, and
+	// the wait closes it. It fails when nothing can prove the root, and
+	// gives up when its context ends. Without it a file condition is
+	// never satisfied.
+	HoldRoot func(ctx context.Context) (int, error)
 	// Observe returns the monitor's custody now.
 	Observe func() (Custody, error)
 	// Changes, when set, subscribes to the guardian's change notices: the
@@ -205,6 +214,9 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 			notices = ch
 		}
 	}
+	if c.Kind == KindFile {
+		e.holdRoot(guardianCtx)
+	}
 	cancelGuardian()
 	if err := ctx.Err(); err != nil {
 		return Evidence{}, err
@@ -251,11 +263,12 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 
 	timedOut := false
 	for {
-		outcome, err := e.step()
+		timeUp := timedOut || opt.Timeout > 0 && opt.Now().Sub(start) >= opt.Timeout
+		outcome, err := e.step(timeUp)
 		if err != nil {
 			return Evidence{}, err
 		}
-		if outcome == "" && (timedOut || opt.Timeout > 0 && opt.Now().Sub(start) >= opt.Timeout) {
+		if outcome == "" && timeUp {
 			outcome = OutcomeTimeout
 		}
 		if outcome != "" {
@@ -292,7 +305,7 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 			}
 		case _, ok := <-fileEvents:
 			if !ok {
-				return Evidence{}, fmt.Errorf("watch %s: %w", t.Root, e.fileWatch.Err())
+				return Evidence{}, fmt.Errorf("watch the component root: %w", e.fileWatch.Err())
 			}
 			e.fileChanged = true
 		case <-recheck.C:
@@ -320,7 +333,17 @@ type evaluation struct {
 	log     *os.File
 	matcher *OutputMatcher
 
-	rootFD int
+	// rootFD is the held component root, or -1: rootDir names it for
+	// inotify (through /proc/self/fd), and rootErr says why there is
+	// none. rootLate means the guardian did not hand it over before the
+	// wait's timeout or the end of its window.
+	rootFD   int
+	rootDir  string
+	rootErr  error
+	rootLate bool
+	// why says what makes the wait unavailable when custody holds but
+	// the component root does not.
+	why string
 	// fileWatch watches the directories towards the file, apart from the
 	// monitor directory: a chatty service's log writes must not make the
 	// wait read and hash the file again when it has not changed.
@@ -337,11 +360,7 @@ func (e *evaluation) open() error {
 	case KindOutput:
 		e.matcher = NewOutputMatcher(e.cond.Text)
 	case KindFile:
-		fd, err := OpenRoot(e.target.Root)
-		if err != nil {
-			return err
-		}
-		e.rootFD = fd
+		var err error
 		if e.fileWatch, err = NewWatcher(); err != nil {
 			return err
 		}
@@ -374,10 +393,39 @@ func (e *evaluation) observe() error {
 	return nil
 }
 
+// holdRoot gets the component root from the caller, which asks the
+// guardian: the one process that has held it since the start. A monitor
+// already ended has no guardian left to ask, so its root cannot be proven
+// and no file is read: a path looked up now could lead anywhere.
+func (e *evaluation) holdRoot(ctx context.Context) {
+	switch {
+	case e.custody.Terminal:
+		e.rootErr = errors.New("the monitor has ended, and with it the guardian that held its component root")
+		return
+	case e.target.HoldRoot == nil:
+		e.rootErr = errors.New("no component root is held for this monitor")
+		return
+	}
+	fd, err := e.target.HoldRoot(ctx)
+	switch {
+	case err == nil:
+		e.rootFD, e.rootDir = fd, fmt.Sprintf("/proc/self/fd/%d", fd)
+		// The root itself is watched from the start, so that its being
+		// renamed or deleted wakes the wait.
+		if e.fileWatch.Add(e.rootDir) == nil {
+			e.watched[e.rootDir] = true
+		}
+	case ctx.Err() != nil:
+		e.rootLate = true
+	default:
+		e.rootErr = err
+	}
+}
+
 // step looks once and returns the outcome, or "" to keep waiting. Custody
 // is read before the evidence, so evidence read after a terminal custody
-// is all there will ever be.
-func (e *evaluation) step() (string, error) {
+// is all there will ever be. timeUp says the wait's timeout has passed.
+func (e *evaluation) step(timeUp bool) (string, error) {
 	if err := e.observe(); err != nil {
 		return "", err
 	}
@@ -394,10 +442,29 @@ func (e *evaluation) step() (string, error) {
 			return "", err
 		}
 	case KindFile:
+		if e.rootFD < 0 {
+			switch {
+			case cust.Terminal:
+				// process_ended, with the reason no file was read.
+				e.refuseRoot(ReasonComponentUnproven, e.rootErr)
+			case e.rootLate && timeUp:
+				return "", nil // a timeout, not a refusal
+			case e.rootLate:
+				e.refuseRoot(ReasonComponentUnproven, errors.New("its guardian did not hand it over while its window was current"))
+				return OutcomeUnavailable, nil
+			default:
+				e.refuseRoot(ReasonComponentUnproven, e.rootErr)
+				return OutcomeUnavailable, nil
+			}
+			break
+		}
 		// Checked when something towards it changed, and once more when
 		// the monitor is seen terminal.
 		if e.fileChanged || cust.Terminal {
 			held = e.lookAtFile()
+		}
+		if e.why != "" {
+			return OutcomeUnavailable, nil
 		}
 	case KindExit:
 		held = cust.Terminal
@@ -432,11 +499,38 @@ func (e *evaluation) lookAtOutput() (bool, error) {
 	return found, nil
 }
 
-// lookAtFile makes sure the deepest existing directory towards the file is
-// watched, then checks the file. Watching first means a change made after
-// the check always wakes the wait.
+// refuseRoot records why the component root gives no evidence.
+func (e *evaluation) refuseRoot(reason string, err error) {
+	e.file.Refusal = reason
+	if !contains(e.seen, reason) {
+		e.seen = append(e.seen, reason)
+	}
+	switch reason {
+	case ReasonComponentMoved:
+		e.why = fmt.Sprintf("the component root %s was renamed or removed since the start", e.target.RootPath)
+	case ReasonComponentReplaced:
+		e.why = fmt.Sprintf("the component root %s names another directory than the one the service was started in", e.target.RootPath)
+	case ReasonComponentDeleted:
+		e.why = "the component root was deleted since the start"
+	default:
+		e.why = "the component root cannot be proven"
+		if err != nil {
+			e.why += ": " + err.Error()
+		}
+	}
+}
+
+// lookAtFile checks that the held root is still the component, makes sure
+// the deepest existing directory towards the file is watched, then checks
+// the file, and the root once more: a file read while the component was
+// moved is no evidence. Watching first means a change made after the
+// check always wakes the wait.
 func (e *evaluation) lookAtFile() bool {
-	dir := NearestDir(e.target.Root, e.cond.Path)
+	if r := componentProblem(e.rootFD, e.target.RootPath); r != "" {
+		e.refuseRoot(r, nil)
+		return false
+	}
+	dir := NearestDir(e.rootDir, e.cond.Path)
 	if !e.watched[dir] {
 		// A directory that vanished before it could be watched is noticed
 		// through its parent, which is watched already.
@@ -447,6 +541,10 @@ func (e *evaluation) lookAtFile() bool {
 	e.fileChanged = false
 	obs := e.opt.checkFile(e.rootFD, e.cond)
 	e.file = obs
+	if r := componentProblem(e.rootFD, e.target.RootPath); r != "" {
+		e.refuseRoot(r, nil)
+		return false
+	}
 	if r := obs.Refusal; r != "" && r != ReasonAbsent && !contains(e.seen, r) {
 		e.seen = append(e.seen, r)
 	}
@@ -474,8 +572,11 @@ func (e *evaluation) evidence(outcome string, elapsed time.Duration) Evidence {
 		Status:    cust.Status,
 		ElapsedMs: elapsed.Milliseconds(),
 	}
-	if cust.Unverified {
+	switch {
+	case cust.Unverified:
 		o.Why = cust.Why
+	case outcome == OutcomeUnavailable || outcome == OutcomeProcessEnded:
+		o.Why = e.why
 	}
 	if cust.Terminal {
 		o.Reason, o.ExitCode, o.Signal = cust.Reason, cust.ExitCode, cust.Signal

@@ -89,7 +89,13 @@ func (m *fakeMonitor) print(t *testing.T, s string) {
 }
 
 func (m *fakeMonitor) target(root string) Target {
-	return Target{Dir: m.dir, LogPath: m.log, Root: root, Observe: m.observe}
+	t := Target{Dir: m.dir, LogPath: m.log, Observe: m.observe}
+	if root != "" {
+		// As a guardian would hand it over: opened at once, held since.
+		t.RootPath = root
+		t.HoldRoot = func(context.Context) (int, error) { return OpenRoot(root) }
+	}
+	return t
 }
 
 type result struct {

@@ -30,6 +30,46 @@ const (
 	ReasonInvalidPath    = "invalid_path"
 )
 
+// The reasons the component root gives no evidence. Each makes a wait
+// unavailable (process_ended, once the monitor has ended): the file is
+// not read, or what was read is not trusted.
+const (
+	// ReasonComponentUnproven: no descriptor of the root held since the
+	// start could be had (its guardian is gone, or did not hand it over).
+	ReasonComponentUnproven = "component_unproven"
+	// ReasonComponentMoved: the root's path names nothing now.
+	ReasonComponentMoved = "component_moved"
+	// ReasonComponentReplaced: the root's path names another directory
+	// (or leads through a symlink to one).
+	ReasonComponentReplaced = "component_replaced"
+	// ReasonComponentDeleted: the held root was deleted.
+	ReasonComponentDeleted = "component_deleted"
+)
+
+// componentProblem checks that rootFD, the component root held since the
+// start, is still the directory its path names, as the service's chdir
+// found it (following symlinks): it returns a ReasonComponent... or "".
+// The path is only compared, never used to reach a file.
+func componentProblem(rootFD int, path string) string {
+	var held, named unix.Stat_t
+	if err := fstat(rootFD, &held); err != nil {
+		return ReasonComponentUnproven
+	}
+	if held.Nlink == 0 {
+		return ReasonComponentDeleted
+	}
+	err := stat(path, &named)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		return ReasonComponentMoved
+	case err != nil:
+		return ReasonComponentUnproven
+	case !sameFile(&held, &named):
+		return ReasonComponentReplaced
+	}
+	return ""
+}
+
 // resolveBeneath is how every path of a file condition is resolved: never
 // above the root, never through a symlink or a /proc magic link. Crossing
 // mount points is allowed, since a component root may well contain one.
@@ -255,6 +295,15 @@ func openat2(dirfd int, p string, how *unix.OpenHow) (int, error) {
 		fd, err := unix.Openat2(dirfd, p, how)
 		if err != unix.EINTR {
 			return fd, err
+		}
+	}
+}
+
+func stat(path string, st *unix.Stat_t) error {
+	for {
+		err := unix.Stat(path, st)
+		if err != unix.EINTR {
+			return err
 		}
 	}
 }
