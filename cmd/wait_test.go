@@ -81,7 +81,10 @@ func TestWaitRequestOnStdin(t *testing.T) {
 			"outcome": "satisfied", "observation.exit_code": 7.0, "observation.reason": "exited",
 		}},
 		{"file", request(exited, `{"kind": "file", "path": "ready.json"}`, ""), map[string]any{
-			"outcome": "process_ended", "observation.refusal": "absent", "observation.path": "ready.json",
+			// No guardian is left to hand over the component root: no file
+			// is read, and the refusal says why.
+			"outcome": "process_ended", "observation.refusal": "component_unproven", "observation.path": "ready.json",
+			"observation.sha256": nil,
 		}},
 		{"reconciled exit", request(reconciled, `{"kind": "exit"}`, ""), map[string]any{
 			"outcome": "satisfied", "observation.reason": "reconciled", "observation.exit_code": nil,
