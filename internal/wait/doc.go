@@ -1,6 +1,7 @@
 // Package wait owns the conditions of `procmon wait`: strict decoding of a
 // condition object, lexical validation of what a condition may name, the
-// evaluation of file evidence (one hardened read beneath the component root)
+// evaluation of file evidence (one hardened read beneath the component
+// root, through a descriptor held since the start, never its path)
 // and of output evidence (a literal found in the redacted output stream),
 // the wake-ups that tell a waiter when to look again (the guardian's change
 // notices, given by the caller, else inotify), and the loop (Evaluate) that

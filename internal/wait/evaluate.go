@@ -157,13 +157,16 @@ type Observation struct {
 // loses verified custody, the timeout passes, or ctx is done (then it
 // returns ctx's error). It looks again whenever the monitor directory or,
 // for a file condition, the directory the file would appear in changes,
-// and every opt.Recheck besides; it never polls faster. An output
-// condition is searched incrementally: each byte of the log is read once.
+// when the custody it last saw lapses, and every opt.Recheck besides; it
+// never polls faster. An output condition is searched incrementally: each
+// byte of the log is read once. A file condition is resolved beneath the
+// component root held since the start (t.HoldRoot), and is unavailable
+// when that root cannot be had or no longer stands at t.RootPath.
 //
 // Precedence: a monitor without verified custody is unavailable for every
 // kind; evidence present when the monitor is seen terminal (output read to
-// the log's end after that, a file checked once more) wins over
-// process_ended.
+// the log's end after that, a file checked once more beneath a root held
+// before the end) wins over process_ended.
 func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence, error) {
 	if err := c.checkShape(); err != nil {
 		return Evidence{}, err
