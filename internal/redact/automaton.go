@@ -166,14 +166,13 @@ func (a *automaton) addRuleWindow(text string, w int, record bool) {
 
 func (a *automaton) addNeedleGrams(text string) {
 	for o := 0; o < needleStride; o++ {
-		a.addStrideGram(text[o:o+3], o)
+		a.addStrideGram(gramKey(text[o], text[o+1], text[o+2]), o)
 	}
 }
 
-// addStrideGram adds the 3-gram g at offset o of a needle to the stride
+// addStrideGram adds the 3-gram k at offset o of a needle to the stride
 // filter.
-func (a *automaton) addStrideGram(g string, o int) {
-	k := gramKey(g[0], g[1], g[2])
+func (a *automaton) addStrideGram(k uint32, o int) {
 	h := needleHash(k, a.needleShift)
 	a.needleGrams[h>>6] |= 1 << (h & 63)
 	a.needleCheck[needleHash2(k, a.needleShift)] |= 1 << o
@@ -220,7 +219,12 @@ func (a *automaton) addGram(g string) {
 		}
 		return
 	}
-	h1, h2 := gramHash(binary.LittleEndian.Uint32([]byte(g)))
+	a.addGramKey(binary.LittleEndian.Uint32([]byte(g)))
+}
+
+// addGramKey adds the 4-gram k to the prefix filter.
+func (a *automaton) addGramKey(k uint32) {
+	h1, h2 := gramHash(k)
 	a.filter[h1>>6] |= 1 << (h1 & 63)
 	a.filter[h2>>6] |= 1 << (h2 & 63)
 }
@@ -331,11 +335,11 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 		a.addGram(v)
 		a.addRuleWindow(v, wordWindow, record)
 	}
-	for _, g := range spelled.prefixes {
-		a.addGram(g)
+	for _, k := range spelled.prefixes {
+		a.addGramKey(k)
 	}
 	for _, g := range spelled.strides {
-		a.addStrideGram(g.gram, g.offset)
+		a.addStrideGram(g&0xffffff, int(g>>24))
 	}
 
 	// Breadth-first order puts every state after its failure target, so the
@@ -396,9 +400,16 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 			outIndex[u] = len(a.outs)
 			st.info |= uint32(len(a.outs)) << outShift
 		}
+	}
+	// Edges go in state order, not breadth-first: the states of a needle's
+	// tail are consecutive, and so are their edges, which a scan following
+	// a long needle then reads in sequence rather than one cache line per
+	// byte.
+	for u := range nodes {
+		st := &a.states[u]
 		st.next = int32(len(a.edgeByte))
-		st.info |= uint32(len(n.edges))
-		for _, e := range n.edges {
+		st.info |= uint32(len(nodes[u].edges))
+		for _, e := range nodes[u].edges {
 			a.edgeByte = append(a.edgeByte, e.b)
 			a.edgeNext = append(a.edgeNext, e.to)
 		}

@@ -163,7 +163,7 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 	rng := rand.New(rand.NewPCG(200, 99))
 	secrets := make([]string, 200)
 	for i := range secrets {
-		secrets[i] = strings.ReplaceAll(randomSecret(rng, 24+rng.IntN(17)), "b", "a")
+		secrets[i] = strings.ReplaceAll(randomSecret(rng, 24+rng.IntN(17)), "b", "é")
 	}
 	r, err := New(secrets)
 	if err != nil {
@@ -188,5 +188,25 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkNew compiles 40 and 200 random secrets, as a guardian does
+// before its service's first output.
+func BenchmarkNew(b *testing.B) {
+	for _, n := range []int{40, 200} {
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(uint64(n), 7))
+			secrets := make([]string, n)
+			for i := range secrets {
+				secrets[i] = randomSecret(rng, 32)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := New(secrets); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -34,7 +34,8 @@
 //     ('+' as itself), any character, either hex case;
 //   - HTML and XML character references, of rendered pages, templates and
 //     XML payloads: &amp; &lt; &gt; &quot; &apos;,
-//     decimal and hex, with leading zeros and any case of x and digits;
+//     decimal and hex, with up to two leading zeros (PHP writes &#039;)
+//     and any case of x and digits;
 //   - whitespace: any run of it where a multi-line secret breaks a line, as
 //     when a key or certificate is reindented or rejoined.
 //

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -27,12 +28,14 @@ const (
 
 // escape is one way of spelling characters. A literal escape (base 0) is
 // prefix and stands for out; a numeric one is prefix, min to max digits in
-// base (either case for hex) and term, and stands for the number.
+// base (either case for hex; with a variable count, at most zeros leading
+// zeros) and term, and stands for the number.
 type escape struct {
 	prefix   string
 	out      string
 	base     int
 	min, max int
+	zeros    int
 	term     string
 	unit     unit
 }
@@ -114,13 +117,14 @@ var percentPathFamily = family{
 
 // entityFamily is HTML and XML character references: the five named ones
 // every escaper uses, decimal (&#39;, and PHP's &#039;) and hex (&#x27;,
-// any case of x and of the digits), with leading zeros up to 7 digits.
+// &#x0027;, any case of x and of the digits), with up to two leading
+// zeros: each more would add spellings to the filters for no writer known.
 var entityFamily = family{
 	name: "entity",
 	escapes: []escape{
-		{prefix: "&#x", base: 16, min: 1, max: 7, term: ";", unit: unitRune},
-		{prefix: "&#X", base: 16, min: 1, max: 7, term: ";", unit: unitRune},
-		{prefix: "&#", base: 10, min: 1, max: 7, term: ";", unit: unitRune},
+		{prefix: "&#x", base: 16, min: 1, max: 8, zeros: 2, term: ";", unit: unitRune},
+		{prefix: "&#X", base: 16, min: 1, max: 8, zeros: 2, term: ";", unit: unitRune},
+		{prefix: "&#", base: 10, min: 1, max: 9, zeros: 2, term: ";", unit: unitRune},
 		lit("&amp;", "&"), lit("&lt;", "<"), lit("&gt;", ">"), lit("&quot;", `"`), lit("&apos;", "'"),
 	},
 	needed: always,
@@ -216,14 +220,23 @@ func (e *escape) parse(p []byte, out []byte) (escStatus, []byte) {
 		return escDone, append(out, e.out...)
 	}
 	rest := p[len(e.prefix):]
-	v, d := 0, 0
+	v, d, z := 0, 0, 0 // value, digits, leading zeros
 	for d < len(rest) && d < e.max {
 		x := digitVal(rest[d], e.base)
 		if x < 0 {
 			break
 		}
+		if x == 0 && z == d {
+			z++
+		}
 		v = v*e.base + x
 		d++
+	}
+	if z == d && d > 0 {
+		z-- // the last zero is the value
+	}
+	if e.min != e.max && z > e.zeros {
+		return escFail, out
 	}
 	rest = rest[d:]
 	if e.term == "" {
@@ -332,10 +345,12 @@ type slot struct {
 	run   bool
 }
 
-// slots splits a needle into the family's slots.
-func (f *family) slots(needle string) []slot {
+// slots splits the beginning of a needle into the family's slots: the
+// first n, which is all the skip filters look at (a slot is one byte or
+// more). cache keeps the spellings of characters seen before.
+func (f *family) slots(needle string, n int, cache map[string][]string) []slot {
 	var out []slot
-	for i := 0; i < len(needle); {
+	for i := 0; i < len(needle) && len(out) < n; {
 		if f.run != nil {
 			if needle[i] == f.runAs {
 				out = append(out, slot{run: true})
@@ -349,7 +364,13 @@ func (f *family) slots(needle string) []slot {
 		if f.byteSlots || r == utf8.RuneError && w == 1 {
 			w = 1
 		}
-		out = append(out, slot{spell: f.spellings(needle[i:i+w], w == 1 && f.byteSlots, r)})
+		ch := needle[i : i+w]
+		sp, ok := cache[ch]
+		if !ok {
+			sp = f.spellings(ch, w == 1 && f.byteSlots, r)
+			cache[ch] = sp
+		}
+		out = append(out, slot{spell: sp})
 		i += w
 	}
 	return out
@@ -403,7 +424,11 @@ func numerals(v int, e *escape) []string {
 		s = append([]byte{digits[x%e.base]}, s...)
 	}
 	var out []string
-	for n := max(len(s), e.min); n <= e.max; n++ {
+	hi := e.max
+	if e.min != e.max {
+		hi = min(hi, len(s)+e.zeros)
+	}
+	for n := max(len(s), e.min); n <= hi; n++ {
 		d := strings.Repeat("0", n-len(s)) + string(s)
 		out = append(out, caseVariants(d)...)
 	}
@@ -426,64 +451,73 @@ func caseVariants(s string) []string {
 	return out
 }
 
-// prefixesFrom returns the distinct strings of n bytes that begin a
+// A gram is up to four bytes packed into a uint32, the first byte lowest,
+// as automaton.hit reads them.
+
+func packGram(w string) uint32 {
+	var k uint32
+	for i := len(w) - 1; i >= 0; i-- {
+		k = k<<8 | uint32(w[i])
+	}
+	return k
+}
+
+// sortedSet sorts and deduplicates grams.
+func sortedSet(g []uint32) []uint32 {
+	slices.Sort(g)
+	return slices.Compact(g)
+}
+
+// prefixesFrom returns the distinct grams of n bytes that begin a
 // spelling of the slots from index i (the needle is long enough that every
 // spelling has n bytes); inRun means that slot i is a run that has had a
 // byte already, so it may end.
-func prefixesFrom(slots []slot, i, n int, inRun bool, memo map[[3]int][]string) []string {
+func prefixesFrom(slots []slot, i, n int, inRun bool, memo map[[4]int][]uint32) []uint32 {
 	if n == 0 {
-		return []string{""}
+		return []uint32{0}
 	}
 	if i == len(slots) {
 		return nil
 	}
-	key := [3]int{i, n, 0}
+	key := [4]int{i, 0, n, 0}
 	if inRun {
-		key[2] = 1
+		key[3] = 1
 	}
 	if v, ok := memo[key]; ok {
 		return v
 	}
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
+	var out []uint32
 	sl := slots[i]
 	if sl.run {
 		if inRun {
-			for _, s := range prefixesFrom(slots, i+1, n, false, memo) {
-				add(s)
-			}
+			out = append(out, prefixesFrom(slots, i+1, n, false, memo)...)
 		}
 		for c := 0; c < 256; c++ {
 			if classSpace[c] {
-				for _, s := range prefixesFrom(slots, i, n-1, true, memo) {
-					add(string(rune(c)) + s)
+				for _, g := range prefixesFrom(slots, i, n-1, true, memo) {
+					out = append(out, uint32(c)|g<<8)
 				}
 			}
 		}
 	} else {
 		for _, w := range sl.spell {
 			if len(w) >= n {
-				add(w[:n])
+				out = append(out, packGram(w[:n]))
 				continue
 			}
-			for _, s := range prefixesFrom(slots, i+1, n-len(w), false, memo) {
-				add(w + s)
+			for _, g := range prefixesFrom(slots, i+1, n-len(w), false, memo) {
+				out = append(out, packGram(w)|g<<(8*len(w)))
 			}
 		}
 	}
+	out = sortedSet(out)
 	memo[key] = out
 	return out
 }
 
-// gramsAt returns the distinct strings of n bytes that lie skip bytes into
+// gramsAt returns the distinct grams of n bytes that lie skip bytes into
 // a spelling of the slots from index i (inRun as for prefixesFrom).
-func gramsAt(slots []slot, i, skip, n int, inRun bool, memo map[[3]int][]string, gmemo map[[4]int][]string) []string {
+func gramsAt(slots []slot, i, skip, n int, inRun bool, memo map[[4]int][]uint32) []uint32 {
 	if skip == 0 {
 		return prefixesFrom(slots, i, n, inRun, memo)
 	}
@@ -494,51 +528,42 @@ func gramsAt(slots []slot, i, skip, n int, inRun bool, memo map[[3]int][]string,
 	if inRun {
 		key[3] = 1
 	}
-	if v, ok := gmemo[key]; ok {
+	if v, ok := memo[key]; ok {
 		return v
 	}
-	seen := map[string]bool{}
-	var out []string
-	add := func(ss []string, pre string) {
-		for _, s := range ss {
-			if !seen[pre+s] {
-				seen[pre+s] = true
-				out = append(out, pre+s)
-			}
-		}
-	}
+	var out []uint32
 	sl := slots[i]
 	if sl.run {
 		if inRun {
-			add(gramsAt(slots, i+1, skip, n, false, memo, gmemo), "")
+			out = append(out, gramsAt(slots, i+1, skip, n, false, memo)...)
 		}
-		add(gramsAt(slots, i, skip-1, n, true, memo, gmemo), "")
+		out = append(out, gramsAt(slots, i, skip-1, n, true, memo)...)
 	} else {
 		for _, w := range sl.spell {
 			switch {
 			case skip >= len(w):
-				add(gramsAt(slots, i+1, skip-len(w), n, false, memo, gmemo), "")
+				out = append(out, gramsAt(slots, i+1, skip-len(w), n, false, memo)...)
 			case len(w)-skip >= n:
-				add([]string{w[skip : skip+n]}, "")
+				out = append(out, packGram(w[skip:skip+n]))
 			default:
-				add(prefixesFrom(slots, i+1, n-(len(w)-skip), false, memo), w[skip:])
+				t := w[skip:]
+				for _, g := range prefixesFrom(slots, i+1, n-len(t), false, memo) {
+					out = append(out, packGram(t)|g<<(8*len(t)))
+				}
 			}
 		}
 	}
-	gmemo[key] = out
+	out = sortedSet(out)
+	memo[key] = out
 	return out
 }
 
-// strideGram is a 3-gram at an offset of a spelled needle.
-type strideGram struct {
-	gram   string
-	offset int
-}
-
-// spellings of the lanes' needles, as the skip filters need them.
+// spelledSet holds the spellings of the lanes' needles as the skip filters
+// need them: their first four bytes, and (offset<<24 | 3-gram) for their
+// 3-grams at offsets 0 to needleStride-1.
 type spelledSet struct {
-	prefixes []string     // first four bytes
-	strides  []strideGram // 3-grams at offsets 0 to needleStride-1
+	prefixes []uint32
+	strides  []uint32
 }
 
 // spelledGrams returns the first bytes of every spelling, by the lanes'
@@ -546,32 +571,26 @@ type spelledSet struct {
 // one of its spellings and is in the filters already; it may come again.
 func spelledGrams(pats []pattern, lanes []laneSpec) spelledSet {
 	var out spelledSet
-	seenP := map[string]bool{}
-	seenS := map[strideGram]bool{}
+	caches := make([]map[string][]string, len(lanes))
+	for i := range caches {
+		caches[i] = map[string][]string{}
+	}
 	for _, p := range pats {
-		for _, ls := range lanes {
+		for li, ls := range lanes {
 			if ls.kind == laneSpace && !p.space || ls.kind == laneEscape && !p.esc {
 				continue
 			}
-			slots := ls.fam.slots(p.text)
-			memo := map[[3]int][]string{}
-			gmemo := map[[4]int][]string{}
-			for _, g := range prefixesFrom(slots, 0, 4, false, memo) {
-				if !seenP[g] {
-					seenP[g] = true
-					out.prefixes = append(out.prefixes, g)
-				}
-			}
+			slots := ls.fam.slots(p.text, needleStride+2, caches[li])
+			memo := map[[4]int][]uint32{}
+			out.prefixes = append(out.prefixes, prefixesFrom(slots, 0, 4, false, memo)...)
 			for o := 0; o < needleStride; o++ {
-				for _, g := range gramsAt(slots, 0, o, 3, false, memo, gmemo) {
-					sg := strideGram{g, o}
-					if !seenS[sg] {
-						seenS[sg] = true
-						out.strides = append(out.strides, sg)
-					}
+				for _, g := range gramsAt(slots, 0, o, 3, false, memo) {
+					out.strides = append(out.strides, uint32(o)<<24|g)
 				}
 			}
 		}
 	}
+	out.prefixes = sortedSet(out.prefixes)
+	out.strides = sortedSet(out.strides)
 	return out
 }

@@ -1,5 +1,7 @@
 package redact
 
+import "math/bits"
+
 // A lane reads the stream as one escaping family writes it: it decodes the
 // family's escapes (or collapses its runs) and feeds what they stand for to
 // the same automaton as the raw bytes, reporting the needles marked for the
@@ -31,8 +33,9 @@ const (
 )
 
 type lane struct {
-	fam  *family
-	kind int
+	fam   *family
+	kind  int
+	index uint8 // in Stream.lanes
 	// intro marks the bytes that may begin an escape or a run.
 	intro *[256]bool
 	first *[256]uint32
@@ -66,7 +69,7 @@ func newLanes(specs []laneSpec) []lane {
 	}
 	ls := make([]lane, len(specs))
 	for i := range specs {
-		ls[i] = lane{fam: specs[i].fam, kind: specs[i].kind, intro: &specs[i].intro, first: &specs[i].first}
+		ls[i] = lane{fam: specs[i].fam, kind: specs[i].kind, index: uint8(i), intro: &specs[i].intro, first: &specs[i].first}
 	}
 	return ls
 }
@@ -83,12 +86,10 @@ func holdFlag(kind int) uint32 {
 // or that b detaches; prev is the raw state before b, cur after it.
 func (s *Stream) stepLanes(b byte, j int64, prev, cur int32) {
 	a := s.r.ac
-	for i := range s.lanes {
+	for m := s.detachedSet | uint32(s.r.intro[b]); m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
 		l := &s.lanes[i]
 		if !l.detached {
-			if !l.intro[b] {
-				continue
-			}
 			s.detach(l, prev, j)
 		}
 		l.feed(s, b, j, true)
@@ -97,7 +98,7 @@ func (s *Stream) stepLanes(b byte, j int64, prev, cur int32) {
 		// same positions, until the next byte that detaches the lane.
 		if l.escLen == 0 && !l.inRun && (l.state == 0 || l.state == cur && l.since >= a.states[cur].depth) {
 			l.detached = false
-			s.detachedN--
+			s.detachedSet &^= 1 << i
 		}
 	}
 }
@@ -105,7 +106,7 @@ func (s *Stream) stepLanes(b byte, j int64, prev, cur int32) {
 // detach starts a lane from the raw state st, whose bytes end just before j.
 func (s *Stream) detach(l *lane, st int32, j int64) {
 	l.detached = true
-	s.detachedN++
+	s.detachedSet |= 1 << (l.index)
 	l.state = st
 	d := int64(s.r.ac.states[st].depth)
 	if l.ring == nil {

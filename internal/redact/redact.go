@@ -25,8 +25,8 @@ type Redactor struct {
 	// the longest pattern.
 	lanes   []laneSpec
 	ringLen int
-	// intro marks the bytes that may detach some lane.
-	intro [256]bool
+	// intro has, for each byte, a bit for each lane the byte may detach.
+	intro [256]uint8
 }
 
 // New compiles the known credentials: every form of every secret, plus the
@@ -73,7 +73,9 @@ func newRedactor(secrets []string, rules, escapes bool) (*Redactor, error) {
 	}
 	for i := range lanes {
 		for b, on := range lanes[i].intro {
-			r.intro[b] = r.intro[b] || on
+			if on {
+				r.intro[b] |= 1 << i
+			}
 		}
 	}
 	return r, nil

@@ -30,10 +30,10 @@ type Stream struct {
 	pem    pemState
 	auth   authState
 
-	// lanes decode the escaping families (lane.go); detachedN counts
-	// those that are not following the raw scan.
-	lanes     []lane
-	detachedN int
+	// lanes decode the escaping families (lane.go); detachedSet has a
+	// bit for each that is not following the raw scan.
+	lanes       []lane
+	detachedSet uint32
 
 	pending   []interval // sorted, disjoint, not adjacent
 	pendLimit int        // release once pending is longer
@@ -65,7 +65,7 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 	s.dst, s.cur, s.curBase = dst, p, s.pos
 	a := s.r.ac
 	for i := 0; i < len(p); {
-		if s.state == 0 && s.auth.k == 0 && s.auth.phase == authIdle && s.quiet() && s.detachedN == 0 && !s.r.exact {
+		if s.state == 0 && s.auth.k == 0 && s.auth.phase == authIdle && s.quiet() && s.detachedSet == 0 && !s.r.exact {
 			stop := len(p)
 			if s.active != 0 {
 				// A watched userinfo goes on to the first byte outside it,
@@ -286,11 +286,11 @@ func (s *Stream) scan(p []byte, i int) int {
 				s.start(t, j+1-int64(t.length))
 			}
 		}
-		if s.detachedN != 0 || s.r.intro[b] {
+		if s.detachedSet != 0 || s.r.intro[b] != 0 {
 			s.stepLanes(b, j, prev, st)
 		}
 		i++
-		if s.auth.phase == authIdle && s.quiet() && s.detachedN == 0 {
+		if s.auth.phase == authIdle && s.quiet() && s.detachedSet == 0 {
 			// Every candidate still alive starts within the last d bytes;
 			// when none of their 4-grams can start a pattern they are all
 			// doomed, and the fast skip may take over.
