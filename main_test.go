@@ -332,8 +332,8 @@ func leftovers(dir string, waitForExit bool) []string {
 		recorded[m.GuardianPID] = true
 		check("guardian", m.GuardianPID, m.GuardianStartTicks)
 		check("child", m.PID, m.ChildStartTicks)
-		for _, p := range proc.GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks) {
-			check(fmt.Sprintf("group %d member", m.PGID), p.PID, p.StartTicks)
+		for _, p := range proc.LostMembers(m.GuardianPID, m.GuardianStartTicks) {
+			check(fmt.Sprintf("session %d member", m.GuardianPID), p.PID, p.StartTicks)
 		}
 	}
 	// A guardian of a start that never recorded its monitor is found by
@@ -381,7 +381,7 @@ func killLeftovers(dir string) {
 		if proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
 			unix.Kill(m.GuardianPID, unix.SIGKILL)
 		}
-		for _, p := range proc.GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks) {
+		for _, p := range proc.LostMembers(m.GuardianPID, m.GuardianStartTicks) {
 			if proc.Matches(p.PID, p.StartTicks) {
 				unix.Kill(p.PID, unix.SIGKILL)
 			}

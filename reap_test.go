@@ -52,9 +52,16 @@ func TestGuardianReapsOrphans(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	// While it sleeps, the orphan is the guardian's child.
-	if ppid, state := parentOf(orphan); ppid != guardian {
-		t.Fatalf("orphan %d has parent %d (state %q), want the guardian %d", orphan, ppid, state, guardian)
+	// While it sleeps, the orphan is the guardian's child, once the shell
+	// that printed its pid has exited (it prints before it exits).
+	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
+		ppid, state := parentOf(orphan)
+		if ppid == guardian {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orphan %d has parent %d (state %q), want the guardian %d", orphan, ppid, state, guardian)
+		}
 	}
 	// Once it exits, it is reaped: its /proc entry goes, zombie included.
 	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {

@@ -80,11 +80,12 @@ func runCancel(env *Env, id string, graceMs int64) (*receiptView, error) {
 	if err := admitMonitor(env, dir, m, "cancel_process"); err != nil {
 		return nil, err
 	}
-	m, err = proc.Cancel(dir, id, graceMs, "cancel")
+	o, err := proc.Cancel(dir, id, graceMs, "cancel")
 	if err != nil {
 		return nil, err
 	}
-	return &receiptView{MonitorID: m.MonitorID, Receipt: m.Receipt}, nil
+	v := receiptOf(o)
+	return &v, nil
 }
 
 // graceMillis validates a grace period in seconds (default 5).

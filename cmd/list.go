@@ -82,7 +82,10 @@ func runList(env *Env, g *globals, opts listOptions) error {
 	for _, id := range ids {
 		o, err := proc.Observe(dir, id)
 		if protocol.HasCode(err, protocol.CodeUnknownMonitor) {
-			continue // a start in progress: no record yet
+			// A start in progress, or one abandoned before it spawned
+			// anything, whose directory goes now.
+			proc.SweepAbandoned(dir, id)
+			continue
 		}
 		if err != nil {
 			e := protocol.AsError(err)

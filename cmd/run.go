@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -188,14 +189,26 @@ func runEnd(env *Env, id string) (*runEndResponse, error) {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	// Starts that took their slot before the run ended are still in
+	// flight: the run was marked ended under the lock their slots are
+	// taken under, so none takes one after, and each that did is waited
+	// for until it is a monitor, then drained with the rest.
+	inFlightBound := time.Now().Add(30 * time.Second)
 	for _, mid := range ids {
 		m, err := dir.LoadMonitor(mid)
-		if err != nil || m.RunID != id {
+		inFlight := protocol.HasCode(err, protocol.CodeUnknownMonitor) || (err == nil && m.Phase == state.PhaseStarting)
+		if !inFlight && (err != nil || m.RunID != id) {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if inFlight {
+				o, err := proc.AwaitStart(dir, mid, inFlightBound)
+				if err == nil && (o == nil || o.Monitor.RunID != id) {
+					return
+				}
+			}
 			drained, err := proc.Cancel(dir, mid, proc.DefaultDrainGraceMs, "run_ended")
 			mu.Lock()
 			defer mu.Unlock()
@@ -204,7 +217,7 @@ func runEnd(env *Env, id string) (*runEndResponse, error) {
 				resp.Errors = append(resp.Errors, listRow{MonitorID: mid, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message}})
 				return
 			}
-			resp.Monitors = append(resp.Monitors, receiptView{MonitorID: mid, Receipt: drained.Receipt})
+			resp.Monitors = append(resp.Monitors, receiptOf(drained))
 		}()
 	}
 	wg.Wait()

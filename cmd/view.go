@@ -28,6 +28,7 @@ type monitorView struct {
 	LogBytes             int64          `json:"log_bytes"`
 	LogError             string         `json:"log_error,omitempty"`
 	LogBytesLost         int64          `json:"log_bytes_lost,omitempty"`
+	StateError           string         `json:"state_error,omitempty"`
 	Reason               string         `json:"reason,omitempty"`
 	ExitCode             *int           `json:"exit_code,omitempty"`
 	Signal               *string        `json:"signal,omitempty"`
@@ -55,6 +56,7 @@ func viewOf(o *proc.Observation) monitorView {
 		LogBytes:             m.LogBytes,
 		LogError:             m.LogError,
 		LogBytesLost:         m.LogBytesLost,
+		StateError:           o.StateError,
 	}
 	if r := m.Receipt; r != nil {
 		v.Reason, v.ExitCode, v.Signal, v.Receipt = r.Reason, r.ExitCode, r.Signal, r
@@ -66,4 +68,9 @@ func viewOf(o *proc.Observation) monitorView {
 type receiptView struct {
 	MonitorID string `json:"monitor_id"`
 	*state.Receipt
+	StateError string `json:"state_error,omitempty"`
+}
+
+func receiptOf(o *proc.Observation) receiptView {
+	return receiptView{MonitorID: o.Monitor.MonitorID, Receipt: o.Monitor.Receipt, StateError: o.StateError}
 }

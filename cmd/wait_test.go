@@ -19,7 +19,7 @@ func endedMonitor(t *testing.T, stateDir, id string, receipt *state.Receipt, out
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CreateMonitorDir(id); err != nil {
+	if err := d.CreateMonitorDir(id, state.Maker{}); err != nil {
 		t.Fatal(err)
 	}
 	m := &state.Monitor{

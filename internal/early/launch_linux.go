@@ -4,6 +4,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"procmon/internal/fault"
 )
 
 // init starts, in a guardian, the catching of its signals, and for
@@ -95,7 +97,7 @@ func LaunchGuardian(stateDir, monitorID string) (*Guardian, error) {
 		// redactor) while the child is spawned: one P measured 0.3 ms
 		// slower a start, three no faster, and a guardian keeps almost
 		// every thread it starts for its life.
-		Env:   []string{"GOMAXPROCS=2"},
+		Env:   append([]string{"GOMAXPROCS=2"}, fault.Env()...),
 		Files: []uintptr{uintptr(spec[0]), uintptr(handoff[1]), 2},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})

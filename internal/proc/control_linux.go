@@ -32,10 +32,15 @@ type controlReply struct {
 	Receipt *state.Receipt `json:"receipt,omitempty"`
 	Phase   string         `json:"phase,omitempty"`
 	// Captured, Logged and LogError are the live output counters.
-	Captured int64               `json:"captured,omitempty"`
-	Logged   int64               `json:"logged,omitempty"`
-	LogError string              `json:"log_error,omitempty"`
-	Error    *protocol.ErrorBody `json:"error,omitempty"`
+	Captured int64  `json:"captured,omitempty"`
+	Logged   int64  `json:"logged,omitempty"`
+	LogError string `json:"log_error,omitempty"`
+	// CustodyUntilMs is the end of the ownership window as the guardian
+	// last renewed it, which a record that could not be written lacks;
+	// StateError says why it could not.
+	CustodyUntilMs int64               `json:"custody_until_ms,omitempty"`
+	StateError     string              `json:"state_error,omitempty"`
+	Error          *protocol.ErrorBody `json:"error,omitempty"`
 }
 
 // controlServer is the guardian's end of the socket. The socket lives in
@@ -166,6 +171,11 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		if e := g.out.logErr.Load(); e != nil {
 			reply.LogError = *e
 		}
+		reply.CustodyUntilMs = g.custodyUntil.Load()
+		if e := g.stateErr.Load(); e != nil {
+			reply.StateError = *e
+		}
+		reply.Receipt = g.receipt.Load()
 	case "watch":
 		g.serveWatch(conn)
 		return
@@ -177,8 +187,11 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		case g.cancels <- cancelRequest{graceMs: req.GraceMs, reason: req.Reason}:
 		default: // a drain is already asked for; its grace stands
 		}
-		<-g.finished
+		<-g.receipted
 		reply.Receipt = g.receipt.Load()
+		if e := g.stateErr.Load(); e != nil {
+			reply.StateError = *e
+		}
 	default:
 		reply.Error = &protocol.ErrorBody{Code: protocol.CodeInvalidRequest, Message: "unknown control op " + req.Op}
 	}
@@ -245,9 +258,9 @@ func askContext(ctx context.Context, mdir string, req controlRequest, timeout ti
 }
 
 // RequestDrain asks a monitor's guardian to drain for reason with the given
-// grace and waits for the durable receipt. It returns errNoGuardian when
-// no guardian answers.
-func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*state.Receipt, error) {
+// grace and waits for its receipt, durable unless the reply's StateError
+// says why not yet. It returns errNoGuardian when no guardian answers.
+func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*controlReply, error) {
 	timeout := time.Duration(graceMs+drainBoundMs)*time.Millisecond + 30*time.Second
 	reply, err := ask(dir.MonitorDir(id), controlRequest{Op: "cancel", GraceMs: graceMs, Reason: reason}, timeout)
 	if err != nil {
@@ -256,7 +269,7 @@ func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*sta
 	if reply.Receipt == nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without a receipt", id)
 	}
-	return reply.Receipt, nil
+	return reply, nil
 }
 
 // IsNoGuardian reports whether err means no guardian answered.

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/fault"
 	"procmon/internal/state"
 )
 
@@ -78,6 +79,7 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 	if g.exit == nil || !c.empty() {
 		send(unix.SIGTERM, c)
 		send(unix.SIGCONT, c)
+		fault.Point("guardian:mid_drain")
 		c = g.waitQuiet(time.Now().Add(time.Duration(cause.graceMs) * time.Millisecond))
 		if g.exit == nil || !c.empty() {
 			send(unix.SIGKILL, c)

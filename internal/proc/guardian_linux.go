@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/early"
+	"procmon/internal/fault"
 	"procmon/internal/protocol"
 	"procmon/internal/redact"
 	"procmon/internal/state"
@@ -66,11 +67,20 @@ type guardian struct {
 	// redactText shows a whole text as the redacted stream would.
 	redactText func(string) string
 
-	cancels  chan cancelRequest // from control connections
-	sig      *early.Signals     // the guardian's own
-	owner    <-chan struct{}    // closed when the run's owner exits (nil: unbound)
-	finished chan struct{}      // closed once the receipt is durable
-	receipt  atomic.Pointer[state.Receipt]
+	cancels   chan cancelRequest // from control connections
+	sig       *early.Signals     // the guardian's own
+	owner     <-chan struct{}    // closed when the run's owner exits (nil: unbound)
+	finished  chan struct{}      // closed once the receipt is durable
+	receipted chan struct{}      // closed once the receipt exists, durable or not
+	receipt   atomic.Pointer[state.Receipt]
+	// custodyUntil is the end of the ownership window as the guardian
+	// last renewed it, in milliseconds: the stored record's, or later when
+	// the record could not be written (a full disk). Past it, custody has
+	// lapsed for good.
+	custodyUntil atomic.Int64
+	// stateErr says why the record could not be written last time, or is
+	// nil once it was.
+	stateErr atomic.Pointer[string]
 	handlers sync.WaitGroup
 	ctl      *controlServer
 	feed     changeFeed // tells waits of new output and record changes
@@ -126,6 +136,7 @@ func RunGuardian(args []string, stdin io.Reader, stdout *os.File) int {
 		writeHandoff(stdout, handoff{Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
 		return 1
 	}
+	fault.Point("guardian:after_record")
 	writeHandoff(stdout, handoff{Monitor: g.rec})
 	// The launcher has what it waited for: from here on the guardian has no
 	// tie to the caller's stdio.
@@ -218,6 +229,7 @@ func newGuardian(stateDir, monitorID string, sig *early.Signals, selfTicks uint6
 		cancels:   make(chan cancelRequest, 1),
 		sig:       sig,
 		finished:  make(chan struct{}),
+		receipted: make(chan struct{}),
 		selfTicks: selfTicks,
 	}
 	var err error
@@ -232,12 +244,10 @@ func newGuardian(stateDir, monitorID string, sig *early.Signals, selfTicks uint6
 	return g, nil
 }
 
-// open listens on the control socket in the monitor's directory and
-// opens the first record's temp file; once the launcher has said, on in,
-// that the directory is durable, it opens the output log, which the
-// launcher makes meanwhile. It reads in only once slotRead is closed:
-// after start has read the byte before it, or given up.
-func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
+// open listens on the control socket in the monitor's directory, opens
+// the first record's temp file and writes the guardian's starting record,
+// durably, before anything is spawned (see state.PhaseStarting).
+func (g *guardian) open() error {
 	dir, err := state.Open(g.stateDir)
 	if err != nil {
 		return err
@@ -250,26 +260,40 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	if g.firstRecord, err = dir.OpenFirstRecord(g.monitorID); err != nil {
 		return err
 	}
-	<-slotRead
-	if b, err := in.ReadByte(); err != nil || b != dirDurable {
-		return errNotDurable
-	}
-	// The spec pipe is done with.
-	redirectToDevNull(0)
-	return g.out.openLog(g.mdir)
+	return dir.SaveMonitor(g.startingRecord(), true)
 }
 
-// errNotDurable means the launcher could not make the monitor's directory
-// durable: it says why itself.
-var errNotDurable = errors.New("the launcher did not make the monitor's directory durable")
+// startingRecord is the trace that precedes the spawn: who the guardian
+// is, in which boot, for which run and command slot. It holds nothing
+// that came from the request but ids and numbers: the redactor may not
+// be ready yet.
+func (g *guardian) startingRecord() *state.Monitor {
+	s := g.spec
+	return &state.Monitor{
+		MonitorID:          s.MonitorID,
+		RunID:              s.RunID,
+		Argv:               []string{},
+		CommandOrdinal:     s.CommandOrdinal,
+		BootID:             g.bootID,
+		GuardianPID:        g.self,
+		GuardianStartTicks: g.selfTicks,
+		AdmittedAtMs:       s.AdmittedAtMs,
+		OwnerGraceMs:       s.OwnerGraceMs,
+		WorkDeadlineMs:     s.WorkDeadlineMs,
+		MaxOutputBytes:     s.MaxOutputBytes,
+		Phase:              state.PhaseStarting,
+	}
+}
 
 // errAbandoned means the launcher refused the start before the child was
 // spawned: the guardian leaves quietly.
 var errAbandoned = errors.New("the launcher abandoned the start")
 
 // discard undoes newGuardian and open for a start that never got its
-// running handoff: not even the directory is left.
-func (g *guardian) discard() {
+// running handoff. Unless something it spawned may be left (keepTrace),
+// not even the directory is left; otherwise the starting record stays, so
+// that reconcile can prove what is left ours.
+func (g *guardian) discard(keepTrace bool) {
 	if g.ctl != nil {
 		g.ctl.close()
 	}
@@ -277,35 +301,37 @@ func (g *guardian) discard() {
 		g.firstRecord.Close()
 	}
 	g.out.abandon()
+	if keepTrace {
+		return
+	}
 	if dir, err := state.Open(g.stateDir); err == nil {
-		dir.RemoveMonitorDir(g.monitorID)
+		dir.RemoveUnstartedMonitorDir(g.monitorID)
 	}
 }
 
 // start does the rest, up to the durable running handoff: the child and
-// the first record. On error the child is gone and nothing is left.
+// the first record. On error the child is gone and nothing is left but,
+// when the group could not be verified empty, the starting record.
 func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRedactor) (err error) {
 	g.spec = spec
 	opened := make(chan error, 1)
 	joined := false
+	keepTrace := false // something spawned may be left
 	defer func() {
 		if err != nil {
 			if !joined {
 				<-opened
 			}
-			g.discard()
+			g.discard(keepTrace)
 		}
 	}()
 	if spec.StateDir != g.stateDir || spec.MonitorID != g.monitorID {
 		opened <- nil
 		return protocol.Errorf(protocol.CodeInternal, "guardian of monitor %s in %s was sent a spec for %s in %s", g.monitorID, g.stateDir, spec.MonitorID, spec.StateDir)
 	}
-	// The monitor's files are opened while the child is spawned: the
-	// child needs only the pipe.
-	slotRead := make(chan struct{})
-	readSlot := sync.OnceFunc(func() { close(slotRead) })
-	defer readSlot() // on every way out, so that open returns
-	go func() { opened <- g.open(in, slotRead) }()
+	// The monitor's files are opened and the starting record written while
+	// the launcher makes the command slot durable.
+	go func() { opened <- g.open() }()
 	path := spec.Path
 	if path == "" {
 		if path, err = lookPath(spec.Argv[0], spec.Env, spec.Cwd); err != nil {
@@ -315,38 +341,50 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	if spec.MaxOutputBytes != nil {
 		g.out.limit = *spec.MaxOutputBytes
 	}
-	// Nothing is spawned before the command slot is durable. (The byte is
-	// read here, by a blocking read, rather than handed over by a channel:
-	// the kernel wakes this thread itself.)
+	// Nothing is spawned before the command slot and the directory are
+	// durable. (The byte is read here, by a blocking read, rather than
+	// handed over by a channel: the kernel wakes this thread itself.)
 	b, err := in.ReadByte()
-	readSlot()
-	if err != nil || b != slotDurable {
+	if err != nil || b != startDurable {
 		return errAbandoned
 	}
+	joined = true
+	// Nor before the starting record is.
+	if err := <-opened; err != nil {
+		return err
+	}
+	redirectToDevNull(0) // the spec pipe is done with
+	if err := g.out.openLog(g.mdir); err != nil {
+		return err
+	}
 	<-g.sig.TerminationCaught
+	fault.Point("guardian:before_spawn")
 	g.root = holdComponentRoot(spec.Cwd)
 	spawned := make(chan error, 1)
 	go g.custody(path, spawned)
 	if err := <-spawned; err != nil {
+		// The error names argv[0] and the working directory, which may
+		// hold a secret.
+		if c := <-compiled; c.err == nil {
+			return redactError(err, c.redactor.String)
+		}
 		return err
 	}
+	abort := func(err error) error {
+		keepTrace = !g.abortChild()
+		return err
+	}
+	fault.Point("guardian:after_spawn")
 	if g.childTicks, err = StartTicks(g.child); err != nil {
 		// The child is ours and unreaped, so its stat exists even as a zombie.
-		g.abortChild()
-		return fmt.Errorf("read child start time: %w", err)
-	}
-	joined = true
-	if err := <-opened; err != nil {
-		g.abortChild()
-		return err
+		return abort(fmt.Errorf("read child start time: %w", err))
 	}
 	// The redactor sits between the pipe and the log: a raw secret never
 	// reaches the disk, and the secrets live only in this process. Until
 	// it is ready the child's output waits in the pipe.
 	c := <-compiled
 	if c.err != nil {
-		g.abortChild()
-		return protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", c.err).With("field", "secrets")
+		return abort(protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", c.err).With("field", "secrets"))
 	}
 	g.redactText = c.redactor.String
 	g.out.filter = c.redactor.NewStream()
@@ -361,7 +399,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 		RunID:                spec.RunID,
 		Name:                 g.redactText(spec.Name),
 		Argv:                 redactAll(g.redactText, spec.Argv),
-		Cwd:                  spec.Cwd,
+		Cwd:                  g.redactText(spec.Cwd),
 		CommandOrdinal:       spec.CommandOrdinal,
 		BootID:               g.bootID,
 		PID:                  g.child,
@@ -382,9 +420,9 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	g.reapOrphans()
 	if err := g.save(true); err != nil {
 		// Custody cannot be recorded: take the child down with us.
-		g.abortChild()
-		return err
+		return abort(err)
 	}
+	g.custodyUntil.Store(g.rec.OwnershipExpiresAtMs)
 	go g.ctl.serve(g)
 	return nil
 }
@@ -451,13 +489,28 @@ func execReason(err error, cwd string) string {
 
 // abortChild kills a child whose custody could not be recorded, with its
 // group and whatever left the group meanwhile (a setsid grandchild), and
-// reaps them all: a start without a record leaves nothing running.
-func (g *guardian) abortChild() {
+// reaps them all: a start without a record leaves nothing running. It
+// reports whether that was verified.
+func (g *guardian) abortChild() bool {
 	g.aborted.Store(true)
 	kill := func(sig unix.Signal, c custody) { g.signalCustody(sig, c) }
 	kill(unix.SIGKILL, g.look())
 	unix.Kill(g.child, unix.SIGKILL)
-	g.verifyEmpty(time.Now().Add(killBoundMs*time.Millisecond), kill)
+	return g.verifyEmpty(time.Now().Add(killBoundMs*time.Millisecond), kill)
+}
+
+// redactError passes the message and the string details of a typed error
+// through redact.
+func redactError(err error, redact func(string) string) error {
+	e := protocol.AsError(err)
+	out := &protocol.Error{Code: e.Code, Message: redact(e.Message)}
+	for k, v := range e.Details {
+		if s, ok := v.(string); ok {
+			v = redact(s)
+		}
+		out = out.With(k, v)
+	}
+	return out
 }
 
 // errRevoked means the stored record no longer belongs to this guardian.
@@ -529,6 +582,8 @@ loop:
 			g.settle()
 		case <-g.sig.Child:
 			g.reapOrphans()
+		case sig := <-g.sig.Stray:
+			fmt.Fprintf(os.Stderr, "guardian: ignored %v\n", sig)
 		case <-heartbeat.C:
 			if c, ok := g.renew(); !ok {
 				cause = c
@@ -555,6 +610,14 @@ loop:
 // then extends the ownership window. A failed check returns the drain cause.
 func (g *guardian) renew() (drainCause, bool) {
 	revoked := drainCause{status: state.StatusCancelled, reason: "revoked", graceMs: DefaultDrainGraceMs}
+	missed := drainCause{status: state.StatusCancelled, reason: "heartbeat_missed", graceMs: DefaultDrainGraceMs}
+	// A guardian that finds its window lapsed (it was stopped, or starved
+	// of CPU, past it) has been reported as needing reconciliation: it
+	// never renews.
+	until := g.custodyUntil.Load()
+	if nowMs() > until {
+		return missed, false
+	}
 	if run, err := g.dir.LoadRun(g.spec.RunID); err != nil {
 		return revoked, false
 	} else if run.EndedAtMs != nil {
@@ -570,16 +633,35 @@ func (g *guardian) renew() (drainCause, bool) {
 	g.rec.HeartbeatSeq++
 	g.rec.OwnershipExpiresAtMs = now + g.spec.OwnerGraceMs
 	// save checks, under the record's lock, that the record still names
-	// this guardian. A heartbeat lost in a crash changes nothing (a reboot
-	// changes the boot id, a dead guardian fails the liveness check), so
-	// it is written without fsyncs.
-	if err := g.save(false); err != nil {
-		if errors.Is(err, errRevoked) {
-			return revoked, false
-		}
-		fmt.Fprintf(os.Stderr, "guardian: heartbeat: %v\n", err)
+	// this guardian. A heartbeat is written without fsyncs: after a crash
+	// of the machine, whatever record survives is from another boot.
+	err := g.save(false)
+	if errors.Is(err, errRevoked) {
+		return revoked, false
 	}
+	// A stall between the check above and the write may have carried the
+	// old window past its end: the renewed one is not to be relied on.
+	if nowMs() > until {
+		return missed, false
+	}
+	// Custody was checked in time: it holds whether or not the record
+	// could be written (a full disk); readers ask the guardian then.
+	g.custodyUntil.Store(now + g.spec.OwnerGraceMs)
+	g.noteStateError("heartbeat", err)
 	return drainCause{}, true
+}
+
+// noteStateError keeps the outcome of the last write of the record, for
+// status to show while the record cannot be written.
+func (g *guardian) noteStateError(what string, err error) {
+	if err == nil {
+		g.stateErr.Store(nil)
+		return
+	}
+	msg := what + ": " + err.Error()
+	if old := g.stateErr.Swap(&msg); old == nil || *old != msg {
+		fmt.Fprintf(os.Stderr, "guardian: %s\n", msg)
+	}
 }
 
 // finish drains the group, writes the receipt and answers every cancel.
@@ -593,13 +675,27 @@ func (g *guardian) finish(cause drainCause) {
 	}
 	g.feed.notify()
 	receipt := g.drain(cause)
+	fault.Point("guardian:before_receipt")
 	g.rec.Phase = state.PhaseTerminal
 	g.rec.Receipt = receipt
-	if err := g.save(true); err != nil {
-		// errRevoked: someone else settled the record; theirs stands.
-		fmt.Fprintf(os.Stderr, "guardian: receipt: %v\n", err)
-	}
 	g.receipt.Store(receipt)
+	err := g.save(true)
+	if errors.Is(err, errRevoked) {
+		// Someone else settled the record meanwhile; theirs stands.
+		fmt.Fprintf(os.Stderr, "guardian: receipt: %v\n", err)
+		err = nil
+	}
+	g.noteStateError("receipt", err)
+	close(g.receipted)
+	// A receipt that could not be stored (a full disk) is never given up:
+	// the guardian stays, answering with it, and stores it once it can.
+	for backoff := 50 * time.Millisecond; err != nil; backoff = min(2*backoff, 5*time.Second) {
+		time.Sleep(backoff)
+		if err = g.save(true); errors.Is(err, errRevoked) {
+			err = nil
+		}
+		g.noteStateError("receipt", err)
+	}
 	close(g.finished)
 	g.ctl.close()
 	waitBounded(&g.handlers, 2*time.Second)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"procmon/internal/early"
+	"procmon/internal/fault"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
@@ -20,15 +21,17 @@ const GuardianArg = early.GuardianArg
 // first; while it boots, the caller does admission, takes the command
 // slot and makes the monitor's directory.
 //
-// The guardian's stdin carries the spec (Send), then two bytes (Handoff):
-// slotDurable once the command slot is durable, and dirDurable once the
-// monitor's directory is. The guardian prepares the start from the spec,
-// spawns the child only after the first byte and writes the first record
-// only after the second. A pipe closed before them stops the start.
+// The guardian's stdin carries the spec (Send), then one byte (Handoff),
+// startDurable, once the command slot and the monitor's directory are
+// durable. The guardian prepares the start from the spec and writes its
+// starting record (see state.PhaseStarting) meanwhile, and spawns the
+// child only after the byte, once its record is durable too. A pipe
+// closed before the byte stops the start.
 type PendingGuardian struct {
 	g          *early.Guardian
 	dir        *state.Dir
 	monitorID  string
+	ticks      uint64        // the guardian's start time, once created is closed (0: unread)
 	created    chan struct{} // closed once the directory and the first record's temp file exist
 	createdErr error         // why they do not; read after created is closed
 	made       chan struct{} // closed once the log is made too and all is durable, or cannot be
@@ -37,11 +40,9 @@ type PendingGuardian struct {
 	done       bool
 }
 
-// The bytes that follow the spec on the guardian's stdin.
-const (
-	slotDurable = 'g' // the command slot is durable: the child may be spawned
-	dirDurable  = 'd' // the directory is durable: the record may be written
-)
+// startDurable follows the spec on the guardian's stdin: the command slot
+// and the monitor's directory are durable, so the child may be spawned.
+const startDurable = 'g'
 
 // StartGuardian starts a detached guardian for monitorID in dir and makes
 // the monitor's directory in the background. The guardian waits for its
@@ -76,7 +77,10 @@ func AdoptGuardian(dir *state.Dir, g *early.Guardian) (*PendingGuardian, error) 
 		created: make(chan struct{}), made: make(chan struct{})}
 	go func() {
 		defer close(pg.made)
-		pg.createdErr = dir.CreateMonitorDir(pg.monitorID)
+		// The guardian is this process's child and is never reaped here
+		// before the handoff, so its pid names it still.
+		pg.ticks, _ = StartTicks(g.PID)
+		pg.createdErr = dir.CreateMonitorDir(pg.monitorID, state.Maker{GuardianPID: g.PID, GuardianStartTicks: pg.ticks, BootID: state.BootID()})
 		close(pg.created)
 		if pg.createdErr != nil {
 			pg.madeErr = pg.createdErr
@@ -117,7 +121,9 @@ func (pg *PendingGuardian) Abandon() {
 	pg.g.Spec.Close()
 	pg.g.Handoff.Close()
 	pg.g.Wait()
-	pg.dir.RemoveMonitorDir(pg.monitorID)
+	// Without the byte the guardian spawned nothing; its starting record
+	// (if it wrote one) goes with the rest.
+	pg.dir.RemoveUnstartedMonitorDir(pg.monitorID)
 }
 
 // Prepare works out, while the guardian boots, what the guardian would
@@ -131,10 +137,8 @@ func (pg *PendingGuardian) Prepare(spec *Spec) {
 			spec.Path = path
 		}
 	}
-	// The guardian is this process's child and is never reaped here before
-	// the handoff, so its pid names it still.
-	if ticks, err := StartTicks(pg.g.PID); err == nil {
-		spec.GuardianStartTicks = ticks
+	if <-pg.created; pg.ticks != 0 {
+		spec.GuardianStartTicks = pg.ticks
 	}
 }
 
@@ -157,46 +161,70 @@ func (pg *PendingGuardian) Send(spec Spec) error {
 	return nil
 }
 
-// Handoff tells the guardian sent its spec that the command slot is
-// durable, then that the directory is, and returns once the guardian has
+// Handoff tells the guardian sent its spec that the command slot and the
+// monitor's directory are durable, and returns once the guardian has
 // durably recorded the running handoff, or with the error that stopped it
-// (exec_failed, nonreaping_unavailable, ...).
+// (exec_failed, nonreaping_unavailable, ...). A guardian that died during
+// the start leaves its starting (or first running) record: what it had
+// spawned is then stopped here, through reconcile, and the error names the
+// monitor, whose receipt says what was found.
 func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	if !pg.sent {
 		return nil, errors.New("handoff before the spec was sent")
 	}
 	pg.done = true
 	defer pg.g.Handoff.Close()
-	_, tellErr := pg.g.Spec.Write([]byte{slotDurable})
-	if <-pg.made; pg.madeErr == nil && tellErr == nil {
-		_, tellErr = pg.g.Spec.Write([]byte{dirDurable})
+	var tellErr error
+	if <-pg.made; pg.madeErr == nil {
+		_, tellErr = pg.g.Spec.Write([]byte{startDurable})
 	}
 	pg.g.Spec.Close()
+	fault.Point("start:before_handoff")
 	// Read as soon as it is written (the guardian lets go of the pipe only
 	// after it), by a blocking read: the kernel wakes this thread itself.
 	h, err := readHandoff(bufio.NewReader(pg.g.Handoff))
 	if err != nil {
 		h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "read guardian handoff: " + err.Error()}
 	}
-	if h.Monitor == nil {
-		// No running handoff: the guardian is exiting. Wait for it, so a
-		// failed start provably leaves no guardian behind; it has removed
-		// what it made, and this removes the rest.
-		pg.g.Wait()
-		pg.dir.RemoveMonitorDir(pg.monitorID)
-		switch {
-		case h.Error != nil && (pg.madeErr == nil || h.Error.Message != errNotDurable.Error()):
-			// What stopped the guardian. (A guardian that failed on its
-			// own removed the directory, which may have failed the
-			// launcher's making of it too.)
-			return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
-		case pg.madeErr != nil: // the guardian stopped because of it
-			return nil, pg.madeErr
-		case tellErr != nil:
-			return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
-		}
-		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
+	if h.Monitor != nil {
+		// The guardian outlives this process; it is never waited for.
+		return h.Monitor, nil
 	}
-	// The guardian outlives this process; it is never waited for.
-	return h.Monitor, nil
+	// No running handoff: the guardian is exiting or dead. Wait for it, so
+	// a failed start provably leaves no guardian behind.
+	pg.g.Wait()
+	if _, err := pg.dir.LoadMonitor(pg.monitorID); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+		return nil, pg.settleLost(h.Error)
+	}
+	// Nothing was recorded, so nothing was spawned: the directory goes.
+	pg.dir.RemoveMonitorDir(pg.monitorID)
+	switch {
+	case h.Error != nil:
+		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
+	case pg.madeErr != nil: // the guardian stopped because of it
+		return nil, pg.madeErr
+	case tellErr != nil:
+		return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
+	}
+	return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
+}
+
+// settleLost stops what a guardian that died during its start left
+// behind, proven by its record, and reports the start as failed, naming
+// the monitor: its record stays, with a reconciled receipt.
+func (pg *PendingGuardian) settleLost(said *protocol.ErrorBody) error {
+	id := pg.monitorID
+	m, err := Reconcile(pg.dir, id, DefaultDrainGraceMs)
+	if err != nil {
+		return fmt.Errorf("the guardian of %s died during the start, and what it left could not be settled: %w", id, err)
+	}
+	why := "it died"
+	if said != nil {
+		why = said.Message
+	}
+	e := protocol.Errorf(protocol.CodeInternal, "the guardian of %s stopped during the start (%s); what it had started was stopped and its receipt kept", id, why).With("monitor_id", id)
+	if m.Receipt != nil {
+		e = e.With("receipt", m.Receipt)
+	}
+	return e
 }

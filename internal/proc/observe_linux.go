@@ -2,6 +2,8 @@ package proc
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"time"
 
 	"procmon/internal/protocol"
@@ -14,6 +16,9 @@ type Observation struct {
 	Status  string
 	// Why says what makes a monitor need reconciliation.
 	Why string
+	// StateError says why the guardian, alive and in custody, could not
+	// write the record (a full disk): the record then lags behind it.
+	StateError string
 }
 
 // Terminal reports whether the monitor has a receipt.
@@ -30,14 +35,73 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	}
 	o := classify(m, nowMs(), state.BootID())
 	if o.Status == state.StatusNeedsReconciliation && m.Receipt == nil {
-		// The guardian may have written its receipt and exited between the
-		// read and the liveness check: look once more before saying so.
-		if again, err := dir.LoadMonitor(id); err == nil && again.Receipt != nil {
+		// The guardian may have moved on (a receipt, or its first running
+		// record) and exited between the read and the liveness check: look
+		// once more before saying so.
+		if again, err := dir.LoadMonitor(id); err == nil && (again.Receipt != nil || again.Phase != m.Phase) {
 			o = classify(again, nowMs(), state.BootID())
 		}
 	}
+	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
+		o.askGuardian(dir)
+	}
+	if o.Status == statusStarting {
+		// Not a monitor yet: its start has not returned.
+		return nil, protocol.Errorf(protocol.CodeUnknownMonitor, "monitor %s is still starting; its start has not returned yet", id).With("monitor_id", id)
+	}
 	return o, nil
 }
+
+// lapsed reports whether the record's ownership window has passed while
+// its guardian lives, which is what it looks like both when the guardian
+// has stalled and when it could not write its heartbeats.
+func (o *Observation) lapsed() bool {
+	return o.Status == state.StatusNeedsReconciliation && (o.Why == whyWindowExpired || o.Why == whySettlingExpired)
+}
+
+// askGuardian asks a guardian whose record's window has passed for the
+// window it renewed last: one that answers within a second, with a
+// current window, holds custody, and could not store it (it says why);
+// one that does not answer needs reconciliation, and will never renew
+// (see guardian.renew). A guardian that has drained meanwhile answers
+// with its receipt, stored or not.
+func (o *Observation) askGuardian(dir *state.Dir) {
+	reply, err := ask(dir.MonitorDir(o.Monitor.MonitorID), controlRequest{Op: "ping"}, time.Second)
+	if err != nil {
+		return
+	}
+	switch {
+	case reply.Receipt != nil:
+		m := *o.Monitor
+		m.Phase, m.Receipt = state.PhaseTerminal, reply.Receipt
+		o.Monitor, o.Status, o.Why = &m, reply.Receipt.Status, ""
+	case o.Monitor.Phase == state.PhaseSettling:
+		// It answers, so it is still draining (a member stuck in the
+		// kernel holds it up to its bounds).
+		o.Status, o.Why = state.StatusSettling, ""
+	case reply.CustodyUntilMs >= nowMs():
+		o.Status, o.Why = state.StatusRunning, ""
+	default:
+		return
+	}
+	o.StateError = reply.StateError
+}
+
+// answering reports whether the guardian lives and is not stopped: a
+// stopped one (SIGSTOP, a debugger) cannot answer, so it is not asked.
+func answering(pid int, startTicks uint64) bool {
+	s, err := readStat(pid)
+	return err == nil && s.startTicks == startTicks && s.alive() && s.state != 'T' && s.state != 't'
+}
+
+const (
+	whyWindowExpired   = "the ownership window expired without a heartbeat"
+	whySettlingExpired = "the guardian stopped answering while it drained"
+)
+
+// statusStarting is what classify says of a starting record whose guardian
+// lives: a start in progress, which no command may act on yet.
+const statusStarting = "starting"
 
 func classify(m *state.Monitor, now int64, bootID string) *Observation {
 	o := &Observation{Monitor: m}
@@ -46,12 +110,18 @@ func classify(m *state.Monitor, now int64, bootID string) *Observation {
 		o.Status = m.Receipt.Status
 	case m.BootID != bootID:
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the machine rebooted since the handoff"
+	case !Matches(m.GuardianPID, m.GuardianStartTicks) && m.Phase == state.PhaseStarting:
+		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian died during the start"
 	case !Matches(m.GuardianPID, m.GuardianStartTicks):
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian is gone and left no receipt"
-	case m.Phase == state.PhaseSettling:
+	case m.Phase == state.PhaseStarting:
+		o.Status = statusStarting
+	case m.Phase == state.PhaseSettling && now <= m.OwnershipExpiresAtMs:
 		o.Status = state.StatusSettling
+	case m.Phase == state.PhaseSettling:
+		o.Status, o.Why = state.StatusNeedsReconciliation, whySettlingExpired
 	case now > m.OwnershipExpiresAtMs:
-		o.Status, o.Why = state.StatusNeedsReconciliation, "the ownership window expired without a heartbeat"
+		o.Status, o.Why = state.StatusNeedsReconciliation, whyWindowExpired
 	default:
 		o.Status = state.StatusRunning
 	}
@@ -65,20 +135,23 @@ func NeedsReconciliation(o *Observation) error {
 		With("monitor_id", o.Monitor.MonitorID).With("why", o.Why)
 }
 
-// Cancel drains a monitor and returns its record with the receipt. It is
-// idempotent: a terminal monitor returns its existing receipt.
-func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*state.Monitor, error) {
+// Cancel drains a monitor and returns its observation with the receipt.
+// It is idempotent: a terminal monitor returns its existing receipt. A
+// guardian that drained but could not store its receipt yet (a full
+// disk) answers with it all the same, and StateError says so.
+func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*Observation, error) {
 	o, err := Observe(dir, id)
 	if err != nil {
 		return nil, err
 	}
 	if o.Terminal() {
-		return o.Monitor, nil
+		return o, nil
 	}
 	if o.Status == state.StatusNeedsReconciliation {
 		return nil, NeedsReconciliation(o)
 	}
-	if _, err := RequestDrain(dir, id, graceMs, reason); err != nil && !IsNoGuardian(err) {
+	reply, err := RequestDrain(dir, id, graceMs, reason)
+	if err != nil && !IsNoGuardian(err) {
 		var pe *protocol.Error
 		// A guardian killed while it answers closes its sockets before the
 		// last of its threads has exited: for that moment it still looks
@@ -93,8 +166,38 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*state.Mon
 	if err != nil {
 		return nil, err
 	}
+	if !o.Terminal() && reply != nil && reply.Receipt != nil {
+		m := *o.Monitor
+		m.Phase, m.Receipt = state.PhaseTerminal, reply.Receipt
+		o = &Observation{Monitor: &m, Status: reply.Receipt.Status, StateError: reply.StateError}
+	}
 	if !o.Terminal() {
 		return nil, NeedsReconciliation(o)
 	}
-	return o.Monitor, nil
+	return o, nil
+}
+
+// AwaitStart waits, until deadline, for the start in progress in monitor
+// directory id (no record yet, or only its guardian's starting one) to
+// become a monitor or come to nothing, and returns the monitor's
+// observation, or nil once there is no monitor and will be none.
+func AwaitStart(dir *state.Dir, id string, deadline time.Time) (*Observation, error) {
+	interval := time.Millisecond
+	for {
+		o, err := Observe(dir, id)
+		if !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+			return o, err
+		}
+		if SweepAbandoned(dir, id) {
+			return nil, nil
+		}
+		if _, statErr := os.Lstat(dir.MonitorDir(id)); errors.Is(statErr, fs.ErrNotExist) {
+			return nil, nil // refused, and removed by its launcher
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(interval)
+		interval = min(2*interval, 50*time.Millisecond)
+	}
 }

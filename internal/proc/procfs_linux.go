@@ -130,16 +130,27 @@ type Member struct {
 	StartTicks uint64
 }
 
-// GroupMembers lists the live processes of group pgid in session sid that
-// started no earlier than notBefore. A monitor's group lives in its
-// guardian's session (the guardian is a session leader, and a group never
-// spans sessions), so sid is the guardian's pid. Once the leader is gone
-// its pid can be reused, and with it the group id: a process older than
-// the leader, or in another session, is an unrelated holder of that id,
-// never one of the members.
-func GroupMembers(pgid, sid int, notBefore uint64) []Member {
-	if pgid <= 1 || sid <= 1 {
+// LostMembers lists what is left of a monitor whose guardian is gone: the
+// live processes of the guardian's session that started no earlier than
+// the guardian. A session cannot be joined from outside (setpgid works
+// only within a session, and setsid makes a new one), so every process in
+// it descends from the guardian: the service's group, and any member that
+// moved to another group of the session. Once the guardian's pid is held
+// by another process, that one may have made a session of the same
+// number: only processes older than it count.
+//
+// What it cannot tell apart is a session left by such a process that has
+// itself exited since: that takes the kernel handing the guardian's pid
+// out again, to a process that makes a session and dies, while the lost
+// monitor waits for reconcile, which pid_max makes a matter of a pid
+// counter that wrapped meanwhile.
+func LostMembers(guardianPID int, guardianTicks uint64) []Member {
+	if guardianPID <= 1 {
 		return nil
+	}
+	var before uint64 // 0: no bound
+	if s, err := readStat(guardianPID); err == nil && s.startTicks != guardianTicks {
+		before = s.startTicks
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -150,11 +161,11 @@ func GroupMembers(pgid, sid int, notBefore uint64) []Member {
 	var out []Member
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil {
+		if err != nil || pid == guardianPID {
 			continue
 		}
 		s, err := readStat(pid)
-		if err == nil && s.pgrp == pgid && s.session == sid && s.alive() && s.startTicks >= notBefore {
+		if err == nil && s.session == guardianPID && s.alive() && s.startTicks >= guardianTicks && (before == 0 || s.startTicks < before) {
 			out = append(out, Member{PID: pid, StartTicks: s.startTicks})
 		}
 	}

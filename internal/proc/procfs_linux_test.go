@@ -1,11 +1,13 @@
 package proc
 
 import (
+	"fmt"
 	"os/exec"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseStat(t *testing.T) {
@@ -56,30 +58,61 @@ func startSleeper(t *testing.T, attr *syscall.SysProcAttr) (int, uint64) {
 	return pid, ticks
 }
 
-// TestGroupMembersStayInTheirSession: a group is found by its id only in
-// the session given and from the start time given. Once a group's leader
-// is gone its id can name another group; that group lives in another
-// session (or started later than asked), and is never taken for it.
-func TestGroupMembersStayInTheirSession(t *testing.T) {
-	// Each sleeper leads a session and a group of its own (ids = its pid).
-	pid, ticks := startSleeper(t, &syscall.SysProcAttr{Setsid: true})
-	other, _ := startSleeper(t, &syscall.SysProcAttr{Setsid: true})
+// TestLostMembersStayInTheirSession: what is left of a lost guardian is
+// found only in the guardian's session, never the guardian itself, and
+// only among processes no older than the guardian.
+func TestLostMembersStayInTheirSession(t *testing.T) {
+	// The shell stands for a guardian: it leads a session of its own, and
+	// its sleep child lives in that session.
+	c := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.Process.Pid
+	var member int
+	if _, err := fmt.Fscan(out, &member); err != nil {
+		t.Fatal(err)
+	}
+	leaderTicks, err := StartTicks(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memberTicks, err := StartTicks(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-leader, syscall.SIGKILL)
+		c.Wait()
+		if left := waitGone([]Member{{member, memberTicks}}, time.Now().Add(patience)); len(left) > 0 {
+			t.Errorf("sleep %d is still running", member)
+		}
+	})
+	other, otherTicks := startSleeper(t, &syscall.SysProcAttr{Setsid: true})
 
-	if got, want := GroupMembers(pid, pid, ticks), []Member{{pid, ticks}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("GroupMembers(%d, its session) = %v, want %v", pid, got, want)
+	if got, want := LostMembers(leader, leaderTicks), []Member{{member, memberTicks}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("LostMembers(%d) = %v, want %v: its session's member, not itself", leader, got, want)
 	}
-	if got := GroupMembers(pid, other, ticks); len(got) != 0 {
-		t.Errorf("GroupMembers(%d, session %d) = %v: the group is not in that session", pid, other, got)
+	if got := LostMembers(other, otherTicks); len(got) != 0 {
+		t.Errorf("LostMembers(%d) = %v: that session has no member but its leader", other, got)
 	}
-	if got := GroupMembers(pid, pid, ticks+1); len(got) != 0 {
-		t.Errorf("GroupMembers(%d, not before %d) = %v: its only member is older", pid, ticks+1, got)
+	if got := LostMembers(leader, memberTicks+1); len(got) != 0 {
+		t.Errorf("LostMembers(%d, from %d) = %v: its member is older than that", leader, memberTicks+1, got)
+	}
+	// Asked for a guardian that started at tick 0, the shell now holding
+	// the pid is another process, which may have made the session: its
+	// member, younger than it, is not the lost guardian's.
+	if got := LostMembers(leader, 0); len(got) != 0 {
+		t.Errorf("LostMembers(%d, from 0) = %v: the pid's holder is not that guardian, and its member is younger than it", leader, got)
 	}
 	for _, id := range []int{0, 1} {
-		if got := GroupMembers(id, pid, 0); len(got) != 0 {
-			t.Errorf("GroupMembers(%d, ...) = %v, want none: group ids 0 and 1 are never taken", id, got)
-		}
-		if got := GroupMembers(pid, id, 0); len(got) != 0 {
-			t.Errorf("GroupMembers(%d, session %d) = %v, want none", pid, id, got)
+		if got := LostMembers(id, 0); len(got) != 0 {
+			t.Errorf("LostMembers(%d) = %v, want none: pids 0 and 1 are never a guardian", id, got)
 		}
 	}
 }

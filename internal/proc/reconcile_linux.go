@@ -40,7 +40,7 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	}
 	if provable(m) {
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
-		members := GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks)
+		members := LostMembers(m.GuardianPID, m.GuardianStartTicks)
 		if len(members) > 0 {
 			send := func(sig unix.Signal) {
 				n := 0
@@ -59,14 +59,15 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 				members = waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
 			}
 		}
-		left := GroupMembers(m.PGID, m.GuardianPID, m.ChildStartTicks)
+		left := LostMembers(m.GuardianPID, m.GuardianStartTicks)
 		r.GroupEmptyVerified = len(left) == 0
 		for _, p := range left {
 			r.KillUnconfirmed = append(r.KillUnconfirmed, p.PID)
 		}
 		sort.Ints(r.KillUnconfirmed)
-		// Descendants that left the group went out of sight with the
-		// guardian: only the group can be verified.
+		// Descendants that left the guardian's session (setsid) went out
+		// of sight with the guardian: only the session, which holds the
+		// group, can be verified.
 		r.Containment = state.ContainmentGroupOnly
 		if !r.GroupEmptyVerified {
 			r.Containment = state.ContainmentIncomplete
@@ -84,20 +85,6 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 		stored.Receipt = r
 		return nil
 	})
-}
-
-// provable reports whether the recorded group can still be proven to be
-// the one the guardian started: in this boot, and with no other process
-// now holding the recorded pid.
-func provable(m *state.Monitor) bool {
-	if m.BootID != state.BootID() || m.PGID <= 1 || m.PID != m.PGID {
-		return false
-	}
-	s, err := readStat(m.PID)
-	if err != nil {
-		return true // the leader is gone and its pid not reused
-	}
-	return s.startTicks == m.ChildStartTicks
 }
 
 // waitGone waits until none of the members is alive or the deadline
@@ -118,4 +105,42 @@ func waitGone(members []Member, deadline time.Time) []Member {
 		interval = min(interval*2, 50*time.Millisecond)
 		members = alive
 	}
+}
+
+// provable reports whether what is left of a monitor can be proven to be
+// what its guardian started: in this boot, by a guardian that was
+// recorded, and, once the service was spawned, with no other process now
+// holding the service's pid (the record's evidence would then name
+// someone else's group).
+func provable(m *state.Monitor) bool {
+	if m.BootID != state.BootID() || m.GuardianPID <= 1 {
+		return false
+	}
+	if m.Phase == state.PhaseStarting {
+		return true
+	}
+	if m.PGID <= 1 || m.PID != m.PGID {
+		return false
+	}
+	s, err := readStat(m.PID)
+	return err != nil || s.startTicks == m.ChildStartTicks
+}
+
+// SweepAbandoned removes the directory of monitor id when it holds no
+// record and provably never will, and reports whether it did: the
+// guardian it was made for is gone, or it was made before the machine
+// last booted. A guardian writes its starting record before it spawns
+// anything, so such a directory was abandoned with nothing running.
+func SweepAbandoned(dir *state.Dir, id string) bool {
+	if _, err := dir.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+		return false
+	}
+	if mk, err := dir.LoadMaker(id); err == nil {
+		if mk.BootID == state.BootID() && Matches(mk.GuardianPID, mk.GuardianStartTicks) {
+			return false // a start in progress
+		}
+	} else if !state.MadeBeforeBoot(dir.MonitorDir(id)) {
+		return false // no maker to ask, and perhaps a start in progress
+	}
+	return dir.RemoveMonitorDir(id) == nil
 }

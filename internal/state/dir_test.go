@@ -80,7 +80,7 @@ func TestRecordChecksum(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := "m_" + "abcdefghijklmnopqrstuvwxyz"
-	if err := d.CreateMonitorDir(id); err != nil {
+	if err := d.CreateMonitorDir(id, Maker{}); err != nil {
 		t.Fatal(err)
 	}
 	m := &Monitor{MonitorID: id, RunID: DefaultRun, Argv: []string{"x"}, PID: 6, Phase: PhaseRunning}
@@ -142,7 +142,7 @@ func TestRemoveMonitorDirKeepsARecord(t *testing.T) {
 	}
 	started, recorded := NewID("m_"), NewID("m_")
 	for _, id := range []string{started, recorded} {
-		if err := d.CreateMonitorDir(id); err != nil {
+		if err := d.CreateMonitorDir(id, Maker{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestFirstRecordOfAnySize(t *testing.T) {
 	}
 	for _, argLen := range []int{1, firstRecordSize} {
 		id := NewID("m_")
-		if err := d.CreateMonitorDir(id); err != nil {
+		if err := d.CreateMonitorDir(id, Maker{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.SyncMonitorDir(id); err != nil {

@@ -2,12 +2,15 @@ package state
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -30,6 +33,11 @@ const (
 // The phases a guardian records; the status a reader shows is derived from
 // the phase, the receipt and whether custody is still proven.
 const (
+	// PhaseStarting is the guardian's trace, written durably before it
+	// spawns anything: it names the guardian (pid, start time, boot), whose
+	// session every process of the monitor will live in, so that what a
+	// guardian lost during its start can still be proven ours and stopped.
+	PhaseStarting = "starting"
 	PhaseRunning  = "running"
 	PhaseSettling = "settling"
 	PhaseTerminal = "terminal"
@@ -136,31 +144,84 @@ const (
 	GuardianLogName = "guardian.log"
 )
 
+// Maker names the guardian a monitor directory is made for. It is the
+// first thing in the directory, before any record: a directory that holds
+// no record and whose guardian is gone (or that was made before the last
+// boot) was abandoned before anything was spawned, and may be removed.
+type Maker struct {
+	GuardianPID        int    `json:"guardian_pid"`
+	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
+	BootID             string `json:"boot_id"`
+}
+
 // CreateMonitorDir makes a new monitor's private directory with the first
-// record's temp file, so the first record's write creates nothing.
+// record's temp file, which names the directory's maker until the first
+// record is written through it, so the first record's write creates
+// nothing. The directory is made under a temp name and renamed into
+// place, so that a monitor directory never exists without its maker.
 // SyncMonitorDir makes them durable. The rest comes later: the output log
-// from the launcher, the socket and its own log from the guardian, and the
-// lock file with the first lock taken.
-func (d *Dir) CreateMonitorDir(id string) error {
+// from the launcher, the socket, the starting record and its own log from
+// the guardian, and the lock file with the first lock taken.
+func (d *Dir) CreateMonitorDir(id string, maker Maker) (err error) {
 	if err := ValidMonitorID(id); err != nil {
 		return err
 	}
 	mdir := d.MonitorDir(id)
-	if err := os.Mkdir(mdir, 0o700); err != nil {
+	tmp := filepath.Join(d.Path, monitorsDir, tempPrefix+id)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return fmt.Errorf("create monitor directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(mdir, firstRecordTemp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	f, err := os.OpenFile(filepath.Join(tmp, firstRecordTemp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create the first record's temp file: %w", err)
 	}
-	_, err = f.Write(bytes.Repeat([]byte{'\n'}, firstRecordSize))
+	data, err := json.Marshal(maker)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("encode the monitor directory's maker: %w", err)
+	}
+	data = append(data, bytes.Repeat([]byte{'\n'}, firstRecordSize-len(data))...)
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("allocate the first record's temp file: %w", err)
 	}
+	if err := os.Rename(tmp, mdir); err != nil {
+		return fmt.Errorf("move the monitor directory into place: %w", err)
+	}
 	return nil
+}
+
+// LoadMaker reads the maker of a monitor directory that holds no record
+// yet. It fails once the first record has been written (the temp file is
+// then the record).
+func (d *Dir) LoadMaker(id string) (*Maker, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(d.MonitorDir(id), firstRecordTemp), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, firstRecordSize)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("read the monitor directory's maker: %w", err)
+	}
+	line, _, _ := bytes.Cut(buf[:n], []byte{'\n'})
+	var m Maker
+	if err := json.Unmarshal(line, &m); err != nil || m.GuardianPID <= 1 {
+		return nil, fmt.Errorf("monitor directory %s names no maker", id)
+	}
+	return &m, nil
 }
 
 // LoadMonitor reads and verifies a monitor record.
@@ -327,13 +388,34 @@ func (d *Dir) MonitorIDs() ([]string, error) {
 }
 
 // RemoveMonitorDir deletes the directory of a monitor that never got a
-// running handoff. A directory holding a record is left alone: the record
-// is the evidence that reconcile needs.
+// running handoff, and the temp directory it was made in if its making was
+// cut short. A directory holding a record is left alone: the record is
+// the evidence that reconcile needs.
 func (d *Dir) RemoveMonitorDir(id string) error {
 	if ValidMonitorID(id) != nil {
 		return nil
 	}
+	os.RemoveAll(filepath.Join(d.Path, monitorsDir, tempPrefix+id))
 	if _, err := os.Lstat(filepath.Join(d.MonitorDir(id), RecordName)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return os.RemoveAll(d.MonitorDir(id))
+}
+
+// RemoveUnstartedMonitorDir deletes the directory of a monitor whose
+// record is at most the guardian's starting trace, for a guardian (or its
+// launcher) that has proven nothing it spawned is left.
+func (d *Dir) RemoveUnstartedMonitorDir(id string) error {
+	if ValidMonitorID(id) != nil {
+		return nil
+	}
+	m, err := d.LoadMonitor(id)
+	switch {
+	case protocol.HasCode(err, protocol.CodeUnknownMonitor):
+		return d.RemoveMonitorDir(id)
+	case err != nil:
+		return err
+	case m.Phase != PhaseStarting:
 		return nil
 	}
 	return os.RemoveAll(d.MonitorDir(id))
@@ -351,3 +433,30 @@ func BootID() string {
 
 // MonitorPath is the directory of a monitor in the state directory at dir.
 func MonitorPath(dir, id string) string { return filepath.Join(dir, monitorsDir, id) }
+
+// MadeBeforeBoot reports whether path was last changed before the machine
+// booted: whatever made it is gone.
+func MadeBeforeBoot(path string) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return false
+	}
+	boot, ok := bootTime()
+	return ok && st.Mtim.Sec < boot
+}
+
+// bootTime is the time the machine booted, in seconds since the epoch
+// ("btime" in /proc/stat).
+func bootTime() (int64, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			t, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return t, err == nil
+		}
+	}
+	return 0, false
+}
