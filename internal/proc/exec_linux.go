@@ -1,0 +1,244 @@
+package proc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/early"
+	"procmon/internal/protocol"
+	"procmon/internal/redact"
+	"procmon/internal/state"
+)
+
+// ExecSpec is one foreground command (execute_command): the calling
+// process holds its custody itself, as a guardian holds a service's, for
+// as long as it runs.
+type ExecSpec struct {
+	Argv    []string
+	Cwd     string
+	Env     []string
+	Secrets []string
+	// DeadlineMs is when the command is drained as timed_out (wall clock,
+	// milliseconds); nil: none.
+	DeadlineMs *int64
+	// MaxOutputBytes caps the captured output: past it the command is
+	// drained as output_limit. nil: no cap.
+	MaxOutputBytes *int64
+	// WindowBytes is the most of the end of the redacted output returned.
+	WindowBytes int64
+	// GraceMs is the time between SIGTERM and SIGKILL when the command is
+	// drained before it ends by itself.
+	GraceMs int64
+}
+
+// ExecResult is what became of a foreground command: its receipt (status
+// exited, timed_out, output_limit, or cancelled when the caller gave up)
+// and the end of its redacted output.
+type ExecResult struct {
+	Argv        []string // redacted
+	PID         int
+	StartedAtMs int64
+	Receipt     *state.Receipt
+	// Text is the last WindowBytes (or fewer) of the redacted output,
+	// never split inside a UTF-8 sequence; OutputBytes and OutputSHA256
+	// describe exactly it.
+	Text          string
+	OutputBytes   int
+	OutputSHA256  string
+	CapturedBytes int64 // bytes the command wrote, before redaction
+	StreamBytes   int64 // bytes of the redacted stream, of which Text is the end
+	// CaptureLimit: the output passed MaxOutputBytes; Window: Text leaves
+	// the start of the stream out.
+	CaptureLimit bool
+	Window       bool
+}
+
+// ExecInterrupted is the drain cause reason of a command whose caller
+// was interrupted (or gave up) before it ended.
+const ExecInterrupted = "interrupted"
+
+// Exec runs one command in its own process group under the calling
+// process's custody, with the guardian's own machinery: its spawn (stdin
+// from /dev/null, stdout and stderr into one pipe, a parent-death signal),
+// its output copier with the redactor in front of the captured bytes and
+// the capture limit, and its drain (SIGTERM with SIGCONT, the grace,
+// SIGKILL, reaping, verification that nothing of the group nor any
+// escaped descendant is left, the pipe read to its end). The redacted
+// stream's tail is kept in memory instead of a log.
+//
+// The calling process becomes a child subreaper, so a descendant that
+// leaves the group with setsid is still seen and drained, and it must have
+// no other children: the drain's verdict rests on it having none left. The
+// command is drained as cancelled (reason interrupted) when ctx is done.
+func Exec(ctx context.Context, spec ExecSpec) (*ExecResult, error) {
+	if err := probeNonReaping(); err != nil {
+		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): procmon cannot observe an exit without reaping, so it refuses to run the command", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "become child subreaper: %v", err)
+	}
+	redactor, err := redact.New(spec.Secrets)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", err).With("field", "secrets")
+	}
+	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
+	if err != nil {
+		return nil, redactError(err, redactor.String)
+	}
+	out, err := newOutputCopier()
+	if err != nil {
+		return nil, err
+	}
+	// The copier's log is a memory file that stays empty: the filter keeps
+	// the redacted stream's tail itself and hands the copier nothing.
+	memfd, err := unix.MemfdCreate("procmon-exec", unix.MFD_CLOEXEC)
+	if err != nil {
+		out.abandon()
+		return nil, protocol.Errorf(protocol.CodeInternal, "memfd_create: %w", err)
+	}
+	out.log = os.NewFile(uintptr(memfd), "exec-output")
+	out.logFD = uintptr(memfd)
+	tail := &tailFilter{stream: redactor.NewStream(), keep: spec.WindowBytes + utf8.UTFMax}
+	out.filter = tail
+	if spec.MaxOutputBytes != nil {
+		out.limit = *spec.MaxOutputBytes
+	}
+
+	child := make(chan os.Signal, 1)
+	signal.Notify(child, syscall.SIGCHLD)
+	defer signal.Stop(child)
+	g := &guardian{
+		spec:   Spec{Argv: spec.Argv, Cwd: spec.Cwd, Env: spec.Env},
+		self:   os.Getpid(),
+		exited: make(chan exitStatus, 1),
+		sig:    &early.Signals{Child: child},
+		out:    out,
+	}
+	spawned := make(chan error, 1)
+	go g.custody(path, spawned)
+	if err := <-spawned; err != nil {
+		out.abandon()
+		return nil, redactError(err, redactor.String)
+	}
+	res := &ExecResult{Argv: redactAll(redactor.String, spec.Argv), PID: g.child, StartedAtMs: nowMs()}
+	go out.run()
+
+	var deadline <-chan time.Time
+	if d := spec.DeadlineMs; d != nil {
+		t := time.NewTimer(time.Until(time.UnixMilli(*d)))
+		defer t.Stop()
+		deadline = t.C
+	}
+	var cause drainCause
+loop:
+	for {
+		select {
+		case ex := <-g.exited:
+			g.exit = &ex
+			cause = drainCause{status: state.StatusExited, reason: "exited", graceMs: spec.GraceMs}
+			break loop
+		case <-deadline:
+			cause = drainCause{status: state.StatusTimedOut, reason: "deadline", graceMs: spec.GraceMs}
+			break loop
+		case <-out.capHit:
+			cause = drainCause{status: state.StatusOutputLimit, reason: "output_limit", graceMs: spec.GraceMs}
+			break loop
+		case <-ctx.Done():
+			cause = drainCause{status: state.StatusCancelled, reason: ExecInterrupted, graceMs: spec.GraceMs}
+			break loop
+		case <-child:
+			g.reapOrphans()
+		}
+	}
+	// An exit that raced with another cause still decides how it ended, as
+	// in keepCustody.
+	if g.exit == nil {
+		select {
+		case ex := <-g.exited:
+			g.exit = &ex
+			if cause.status != state.StatusOutputLimit && cause.status != state.StatusTimedOut {
+				cause = drainCause{status: state.StatusExited, reason: "exited", graceMs: cause.graceMs}
+			}
+		default:
+		}
+	}
+	res.Receipt = g.drain(cause)
+	if !res.Receipt.OutputDrained {
+		// The copier still owns the filter: nothing more is read from it.
+		// A member that survived SIGKILL holds the pipe; what it wrote
+		// before is in the tail already.
+		out.pipe.Close()
+	}
+
+	res.CapturedBytes = out.captured.Load()
+	res.CaptureLimit = spec.MaxOutputBytes != nil && res.CapturedBytes > *spec.MaxOutputBytes
+	if res.Receipt.OutputDrained {
+		tail.window(res, spec.WindowBytes)
+	} else {
+		res.Text, res.OutputSHA256 = "", emptySHA256
+	}
+	return res, nil
+}
+
+var emptySHA256 = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()
+
+// tailFilter is the redactor in front of a foreground command's output:
+// it keeps the last keep bytes of the redacted stream and hands the copier
+// nothing to write.
+type tailFilter struct {
+	stream *redact.Stream
+	keep   int64
+	buf    []byte
+	total  int64
+	out    []byte
+}
+
+func (t *tailFilter) Redact(dst, p []byte) []byte {
+	t.out = t.stream.Redact(t.out[:0], p)
+	t.add(t.out)
+	return dst
+}
+
+func (t *tailFilter) Flush(dst []byte) []byte {
+	t.out = t.stream.Flush(t.out[:0])
+	t.add(t.out)
+	return dst
+}
+
+func (t *tailFilter) add(p []byte) {
+	t.total += int64(len(p))
+	t.buf = append(t.buf, p...)
+	// Compacted once it holds twice what is kept, so each byte is copied
+	// a bounded number of times.
+	if over := int64(len(t.buf)) - t.keep; over > 0 && int64(len(t.buf)) > 2*t.keep+4096 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+}
+
+// window fills res with the last maxBytes of the ended stream, as a tail
+// window of a monitor's log reads it (see state.ReadLogWindow): it starts
+// at the next character boundary, and bytes that are not UTF-8 show as
+// U+FFFD.
+func (t *tailFilter) window(res *ExecResult, maxBytes int64) {
+	size := t.total
+	base := size - int64(len(t.buf)) // stream offset of t.buf[0]
+	start := max(size-maxBytes, 0)
+	for n := 0; n < utf8.UTFMax-1 && start < size && !utf8.RuneStart(t.buf[start-base]); n++ {
+		start++
+	}
+	res.StreamBytes = size
+	res.Window = start > 0
+	res.Text = strings.ToValidUTF8(string(t.buf[start-base:]), "\uFFFD")
+	res.OutputBytes = len(res.Text)
+	sum := sha256.Sum256([]byte(res.Text))
+	res.OutputSHA256 = hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,163 @@
+package proc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+func execSpec(script string) ExecSpec {
+	return ExecSpec{
+		Argv:        []string{"sh", "-c", script},
+		Cwd:         "/",
+		Env:         []string{"PATH=/usr/bin:/bin"},
+		WindowBytes: 65536,
+		GraceMs:     1000,
+	}
+}
+
+// runExec runs spec and proves that nothing it started is left: the
+// command's group is gone and the test process has no child at all.
+func runExec(t *testing.T, ctx context.Context, spec ExecSpec) *ExecResult {
+	t.Helper()
+	res, err := Exec(ctx, spec)
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if unix.Kill(-res.PID, 0) != unix.ESRCH {
+		t.Errorf("group %d is still there", res.PID)
+	}
+	if !noChildren() {
+		t.Errorf("children left: %v", ownChildren())
+	}
+	r := res.Receipt
+	if !r.GroupEmptyVerified || !r.OutputDrained || r.Containment != state.ContainmentComplete {
+		t.Errorf("receipt not clean: %+v", r)
+	}
+	sum := sha256.Sum256([]byte(res.Text))
+	if res.OutputSHA256 != hex.EncodeToString(sum[:]) || res.OutputBytes != len(res.Text) {
+		t.Errorf("output_sha256/output_bytes do not describe the text %q", res.Text)
+	}
+	return res
+}
+
+func TestExecExitCodeAndRedaction(t *testing.T) {
+	spec := execSpec("echo token=s3cr3t-value-42; echo done >&2; exit 3")
+	spec.Secrets = []string{"s3cr3t-value-42"}
+	res := runExec(t, context.Background(), spec)
+	if r := res.Receipt; r.Status != state.StatusExited || r.ExitCode == nil || *r.ExitCode != 3 || r.Signal != nil {
+		t.Fatalf("receipt %+v, want exited with code 3", r)
+	}
+	if res.Text != "token=[REDACTED]\ndone\n" {
+		t.Errorf("text %q", res.Text)
+	}
+	if len(res.Receipt.Signals) != 0 {
+		t.Errorf("a command that ended with its group signalled: %+v", res.Receipt.Signals)
+	}
+}
+
+func TestExecSignalIsNotAnExitCode(t *testing.T) {
+	res := runExec(t, context.Background(), execSpec("kill -USR1 $$"))
+	if r := res.Receipt; r.ExitCode != nil || r.Signal == nil || *r.Signal != "SIGUSR1" {
+		t.Fatalf("receipt %+v, want signal SIGUSR1 and no exit code", r)
+	}
+}
+
+func TestExecDeadlineDrains(t *testing.T) {
+	spec := execSpec("echo up; exec sleep 1000")
+	d := time.Now().Add(300 * time.Millisecond).UnixMilli()
+	spec.DeadlineMs = &d
+	res := runExec(t, context.Background(), spec)
+	if r := res.Receipt; r.Status != state.StatusTimedOut || r.Signal == nil || *r.Signal != "SIGTERM" {
+		t.Fatalf("receipt %+v, want timed_out by SIGTERM", r)
+	}
+	if res.Text != "up\n" {
+		t.Errorf("text %q", res.Text)
+	}
+}
+
+func TestExecDrainsSetsidEscapee(t *testing.T) {
+	res := runExec(t, context.Background(), execSpec("setsid sleep 1000 & echo $!"))
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Text))
+	if err != nil {
+		t.Fatalf("text %q", res.Text)
+	}
+	if len(res.Receipt.Escaped) != 1 || res.Receipt.Escaped[0] != pid {
+		t.Errorf("escaped %v, want [%d]", res.Receipt.Escaped, pid)
+	}
+	if r := res.Receipt; r.ExitCode == nil || *r.ExitCode != 0 {
+		t.Errorf("receipt %+v, want exit code 0", r)
+	}
+}
+
+func TestExecOutputLimit(t *testing.T) {
+	spec := execSpec("yes")
+	limit := int64(100000)
+	spec.MaxOutputBytes = &limit
+	spec.WindowBytes = 1000
+	res := runExec(t, context.Background(), spec)
+	if res.Receipt.Status != state.StatusOutputLimit || !res.CaptureLimit {
+		t.Fatalf("receipt %+v, capture limit %v", res.Receipt, res.CaptureLimit)
+	}
+	if !res.Window || res.OutputBytes > 1000 || res.StreamBytes != limit {
+		t.Errorf("window %v, %d bytes of a stream of %d", res.Window, res.OutputBytes, res.StreamBytes)
+	}
+	if !strings.HasPrefix(res.Text, "y\n") {
+		t.Errorf("window does not start at a line: %q", res.Text[:10])
+	}
+}
+
+func TestExecWindowNeverSplitsACharacter(t *testing.T) {
+	spec := execSpec(`i=0; while [ $i -lt 50 ]; do printf 'é'; i=$((i+1)); done`)
+	spec.WindowBytes = 7 // 3.5 characters
+	res := runExec(t, context.Background(), spec)
+	if res.Text != "ééé" || !res.Window || res.StreamBytes != 100 {
+		t.Errorf("text %q, window %v, stream %d", res.Text, res.Window, res.StreamBytes)
+	}
+}
+
+func TestExecInterruptedDrains(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	spec := execSpec("trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	spec.GraceMs = 100
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	res := runExec(t, ctx, spec)
+	r := res.Receipt
+	if r.Status != state.StatusCancelled || r.Reason != ExecInterrupted {
+		t.Fatalf("receipt %+v, want cancelled, interrupted", r)
+	}
+	var sent []string
+	for _, s := range r.Signals {
+		sent = append(sent, s.Signal)
+	}
+	if strings.Join(sent, ",") != "SIGTERM,SIGCONT,SIGKILL" {
+		t.Errorf("signals %v, want SIGTERM, SIGCONT, then SIGKILL for a command that ignores SIGTERM", sent)
+	}
+	if r.Signal == nil || *r.Signal != "SIGKILL" {
+		t.Errorf("signal %v, want SIGKILL", r.Signal)
+	}
+}
+
+func TestExecFailedLeavesNothing(t *testing.T) {
+	spec := execSpec("")
+	spec.Argv = []string{"/nonexistent/program"}
+	_, err := Exec(context.Background(), spec)
+	if !protocol.HasCode(err, protocol.CodeExecFailed) {
+		t.Fatalf("err %v, want exec_failed", err)
+	}
+	if !noChildren() {
+		t.Errorf("children left: %v", ownChildren())
+	}
+}
