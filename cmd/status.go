@@ -63,7 +63,9 @@ func runStatus(env *Env, id string) (*monitorView, error) {
 // make their views here, so they never disagree.
 func observedView(dir *state.Dir, o *proc.Observation) monitorView {
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		proc.LiveCounters(dir, o.Monitor)
+		if e := proc.LiveCounters(dir, o.Monitor); e != "" {
+			o.StateError = e
+		}
 	}
 	return viewOf(o)
 }

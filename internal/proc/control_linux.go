@@ -31,9 +31,10 @@ type controlRequest struct {
 type controlReply struct {
 	Receipt *state.Receipt `json:"receipt,omitempty"`
 	Phase   string         `json:"phase,omitempty"`
-	// Captured, Logged and LogError are the live output counters.
+	// Captured, Logged, Lost and LogError are the live output counters.
 	Captured int64  `json:"captured,omitempty"`
 	Logged   int64  `json:"logged,omitempty"`
+	Lost     int64  `json:"lost,omitempty"`
 	LogError string `json:"log_error,omitempty"`
 	// CustodyUntilMs is the end of the ownership window as the guardian
 	// last renewed it, which a record that could not be written lacks;
@@ -168,6 +169,7 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		}
 		reply.Captured = g.out.captured.Load()
 		reply.Logged = g.out.logBytes.Load()
+		reply.Lost = g.out.lost.Load()
 		if e := g.out.logErr.Load(); e != nil {
 			reply.LogError = *e
 		}
@@ -277,15 +279,18 @@ func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
 
 // LiveCounters refreshes a live monitor's output counters from its
 // guardian; the record's copy is only as fresh as the last heartbeat.
-// A guardian that does not answer leaves the record's values.
-func LiveCounters(dir *state.Dir, m *state.Monitor) {
+// It returns what stops the guardian from writing the record, if
+// anything. A guardian that does not answer leaves the record's values.
+func LiveCounters(dir *state.Dir, m *state.Monitor) (stateError string) {
 	reply, err := ask(dir.MonitorDir(m.MonitorID), controlRequest{Op: "ping"}, 2*time.Second)
 	if err != nil {
-		return
+		return ""
 	}
 	m.CapturedBytes = max(m.CapturedBytes, reply.Captured)
 	m.LogBytes = max(m.LogBytes, reply.Logged)
+	m.LogBytesLost = max(m.LogBytesLost, reply.Lost)
 	if reply.LogError != "" {
 		m.LogError = reply.LogError
 	}
+	return reply.StateError
 }
