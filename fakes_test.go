@@ -23,9 +23,10 @@ var fakeChildren = map[string]func(){
 	"forker":     forker,
 }
 
-// sleeper prints a ready line and sleeps until signalled.
+// sleeper prints a ready line, followed by its arguments (to tell one
+// sleeper from another), and sleeps until signalled.
 func sleeper() {
-	fmt.Println("sleeper ready")
+	fmt.Println(strings.Join(append([]string{"sleeper ready"}, os.Args[1:]...), " "))
 	select {}
 }
 

@@ -1,0 +1,837 @@
+//go:build faultpoints
+
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+// The fault suite drives the real binary (this test binary, built with the
+// faultpoints tag, runs as procmon and as its guardians) and kills or
+// stops procmon processes at the points of custody that package fault
+// marks, and at random moments. After each fault it checks what custody
+// promises:
+//   - every command answers one JSON object, with the exit status of its
+//     error code;
+//   - no exit code is shown without a receipt the guardian verified;
+//   - no monitor goes from a terminal status or needs_reconciliation back
+//     to running;
+//   - no half-made monitor directory breaks list or status;
+//   - once what is left is settled (cancel, reconcile), no process of the
+//     test is alive, whether a record names it or not.
+//
+// Random faults come from -fault.seed (from the clock when 0), which a
+// failure prints. FAULTS_SOAK=10m repeats the random faults for that long.
+
+var faultSeed = flag.Uint64("fault.seed", 0, "seed of the random faults (0: from the clock)")
+
+// faultLab is one state directory and the commands run in it.
+type faultLab struct {
+	t     *testing.T
+	state string
+	cwd   string
+	mu    sync.Mutex
+	seen  map[string][]string // the statuses each monitor was shown with, in order
+}
+
+// newFaultLab makes a state directory configured with an ownership grace
+// of graceSeconds and a budget of limit commands per run.
+func newFaultLab(t *testing.T, graceSeconds, limit int) *faultLab {
+	return newFaultLabOn(t, "", graceSeconds, limit, 1000000)
+}
+
+// newFaultLabOn is newFaultLab with the state directory on a file system
+// of size bytes of its own (a tmpfs, mounted by the caller's mount
+// namespace) unless size is empty, and an output cap of maxOutput bytes.
+func newFaultLabOn(t *testing.T, size string, graceSeconds, limit, maxOutput int) *faultLab {
+	root := t.TempDir()
+	l := &faultLab{t: t, state: filepath.Join(root, "state"), cwd: filepath.Join(root, "work"), seen: map[string][]string{}}
+	if err := os.Mkdir(l.cwd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if size != "" {
+		if err := os.Mkdir(l.state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", l.state, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+			t.Fatalf("mount a tmpfs for the state directory: %v", err)
+		}
+		t.Cleanup(func() { unix.Unmount(l.state, unix.MNT_DETACH) })
+	}
+	t.Cleanup(func() {
+		killLeftovers(l.state)
+		for _, pid := range l.marked() {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	body := fmt.Sprintf(`{"sandbox": {"mode": "host", "process_monitor": true,
+ "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+ "monitor_owner_grace_seconds": %d, "monitor_timeout_seconds": null,
+ "max_output_bytes": %d, "command_limit": %d}}`, graceSeconds, maxOutput, limit)
+	c := l.command("", "configure")
+	c.Stdin = strings.NewReader(body)
+	l.answer(c)
+	return l
+}
+
+// command is procmon args in the lab; faultAt names the fault point at
+// which the command, and any guardian it launches, stops itself.
+func (l *faultLab) command(faultAt string, args ...string) *exec.Cmd {
+	c := exec.Command("procmon", args...)
+	c.Dir = l.cwd
+	c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+l.state, "PROCMON_RUN=", "XDG_STATE_HOME=")
+	if faultAt != "" {
+		c.Env = append(c.Env, "PROCMON_FAULT_AT="+faultAt)
+	}
+	return c
+}
+
+// run runs procmon args and returns its one answer and exit status.
+func (l *faultLab) run(args ...string) (gjson.Result, int) {
+	return l.answer(l.command("", args...))
+}
+
+// answer runs c to its end and checks that it answered one JSON object
+// with the exit status its error code (if any) calls for.
+func (l *faultLab) answer(c *exec.Cmd) (gjson.Result, int) {
+	l.t.Helper()
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	c.Run()
+	status := c.ProcessState.ExitCode()
+	return l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), status), status
+}
+
+func (l *faultLab) checkAnswer(args []string, out, errOut []byte, status int) gjson.Result {
+	l.t.Helper()
+	line, rest, _ := bytes.Cut(out, []byte{'\n'})
+	r := gjson.ParseBytes(line)
+	if len(rest) > 0 || !gjson.ValidBytes(line) || !r.IsObject() {
+		l.t.Fatalf("procmon %v answered %q (stderr %q, exit %d): want one JSON object", args, out, errOut, status)
+	}
+	want := 0
+	if code := r.Get("error.code"); code.Exists() {
+		want = protocol.Code(code.String()).ExitStatus()
+	}
+	if status != want {
+		l.t.Fatalf("procmon %v exited %d with %s: want %d", args, status, line, want)
+	}
+	if r.Get("exit_code").Exists() || r.Get("signal").Exists() {
+		l.checkReceipt(args, r)
+	}
+	return r
+}
+
+// checkReceipt: an exit code or signal comes only with a receipt the
+// guardian verified; a reconciled receipt shows neither.
+func (l *faultLab) checkReceipt(args []string, r gjson.Result) {
+	l.t.Helper()
+	receipt := r
+	if r.Get("receipt").Exists() {
+		receipt = r.Get("receipt")
+	}
+	hasExit := r.Get("exit_code").Type == gjson.Number || r.Get("signal").Type == gjson.String
+	if !hasExit {
+		return
+	}
+	if receipt.Get("custody").String() != state.CustodyGuardian || !receipt.Get("group_empty_verified").Bool() && receipt.Get("kill_unconfirmed").Raw == "" {
+		l.t.Fatalf("procmon %v shows an exit without a verified receipt: %s", args, r.Raw)
+	}
+}
+
+// status shows a monitor and records the status it was shown with; a
+// monitor that was terminal or needed reconciliation is never running
+// again.
+func (l *faultLab) status(id string) gjson.Result {
+	l.t.Helper()
+	r, _ := l.run("status", id)
+	if r.Get("error").Exists() {
+		return r
+	}
+	s := r.Get("status").String()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	past := l.seen[id]
+	for _, p := range past {
+		terminal := p != state.StatusRunning && p != state.StatusSettling && p != state.StatusNeedsReconciliation
+		if p != state.StatusRunning && s == state.StatusRunning || terminal && s != p {
+			l.t.Fatalf("monitor %s was %s, then %s (statuses seen: %v)", id, p, s, past)
+		}
+	}
+	l.seen[id] = append(past, s)
+	return r
+}
+
+// settled reports whether a monitor was last shown with a receipt's
+// status, which it keeps.
+func (l *faultLab) settled(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := l.seen[id]
+	if len(seen) == 0 {
+		return false
+	}
+	last := seen[len(seen)-1]
+	return last != state.StatusRunning && last != state.StatusSettling && last != state.StatusNeedsReconciliation
+}
+
+// monitors lists every monitor of the lab; list must work whatever a
+// fault left.
+func (l *faultLab) monitors() []string {
+	l.t.Helper()
+	r, _ := l.run("list", "--all-runs")
+	var ids []string
+	for _, row := range r.Get("monitors").Array() {
+		if row.Get("error").Exists() {
+			l.t.Fatalf("list shows a broken monitor: %s", row.Raw)
+		}
+		ids = append(ids, row.Get("monitor_id").String())
+	}
+	return ids
+}
+
+// settle ends what a fault left: a running monitor is cancelled, one that
+// needs reconciliation is reconciled, one that settles is waited for.
+// Then nothing of the lab may be left running, and no monitor directory
+// without a record (list removes those abandoned).
+func (l *faultLab) settle() {
+	l.t.Helper()
+	for _, id := range l.monitors() {
+		if l.settled(id) {
+			continue
+		}
+		for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+			s := l.status(id).Get("status").String()
+			switch s {
+			case state.StatusRunning:
+				l.run("cancel", "--grace", "1", id)
+				continue
+			case state.StatusNeedsReconciliation:
+				l.run("reconcile", "--grace", "1", id)
+				continue
+			case state.StatusSettling:
+				if time.Now().Before(deadline) {
+					continue
+				}
+			}
+			if s == state.StatusSettling || s == "" {
+				l.t.Fatalf("monitor %s is %q after %v", id, s, patience)
+			}
+			break
+		}
+	}
+	l.monitors() // sweeps directories abandoned before any record
+	d := &state.Dir{Path: l.state}
+	ids, _ := d.MonitorIDs()
+	for _, id := range ids {
+		if _, err := d.LoadMonitor(id); err != nil {
+			l.t.Fatalf("monitor directory %s left unreadable: %v", id, err)
+		}
+	}
+	l.nothingLeft()
+}
+
+// nothingLeft asserts that no guardian of the lab and no process started
+// from it (found by the state directory in its environment, which every
+// service inherits) outlives its bound.
+func (l *faultLab) nothingLeft() {
+	l.t.Helper()
+	if problems := leftovers(l.state, true); len(problems) > 0 {
+		l.t.Fatalf("left behind:\n%s", strings.Join(problems, "\n"))
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		left := l.marked()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for _, pid := range left {
+				cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+				names = append(names, fmt.Sprintf("%d %q", pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+			}
+			l.t.Fatalf("processes started from the lab are still running, named by no record or not drained:\n%s", strings.Join(names, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// marked lists the live processes whose environment names the lab's state
+// directory: every service started in the lab, and any procmon command
+// still running in it.
+func (l *faultLab) marked() []int {
+	mark := []byte("\x00PROCMON_STATE_DIR=" + l.state + "\x00")
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var out []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), mark) {
+			continue
+		}
+		if ticks, err := proc.StartTicks(pid); err == nil && proc.Matches(pid, ticks) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// awaitStopped waits for process pid to stop itself at a fault point.
+func awaitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(2 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatalf("process %d ended before its fault point", pid)
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never reached its fault point", pid)
+		}
+	}
+}
+
+// guardianOf returns the guardian a start launched: the launcher's child.
+func guardianOf(t *testing.T, launcher int) int {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
+		if kids := childrenOf(launcher); len(kids) > 0 {
+			return kids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("start %d launched no guardian", launcher)
+		}
+	}
+}
+
+func childrenOf(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// leakyService leaves two children in its group behind its own exec, the
+// processes that a guardian lost before its record would leak.
+var leakyService = []string{"start", "--", "sh", "-c", "sleeper & sleeper & exec sleeper"}
+
+// TestFaultsStartPoints kills a start's guardian at each point of its
+// start, and the launcher once the guardian may spawn. A guardian lost
+// before its running handoff leaves a trace from which the start itself
+// stops what it had spawned: the start fails naming the monitor, whose
+// receipt is reconciled and shows no exit code. A launcher lost after
+// the slot leaves a monitor in custody.
+func TestFaultsStartPoints(t *testing.T) {
+	for _, point := range []string{"guardian:before_spawn", "guardian:after_spawn", "guardian:after_record", "start:before_handoff"} {
+		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			l := newFaultLab(t, 30, 20)
+			c := l.command(point, leakyService...)
+			var out, errOut bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errOut
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			victim := c.Process.Pid
+			if strings.HasPrefix(point, "guardian:") {
+				victim = guardianOf(t, c.Process.Pid)
+			}
+			awaitStopped(t, victim)
+			unix.Kill(victim, unix.SIGKILL)
+			c.Wait()
+			if strings.HasPrefix(point, "start:") {
+				if ids := l.monitors(); len(ids) != 1 || l.status(ids[0]).Get("status").String() != state.StatusRunning {
+					t.Fatalf("after its launcher was killed, monitors %v: want one running", ids)
+				}
+				l.settle()
+				return
+			}
+			r := l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+			id := r.Get("error.details.monitor_id").String()
+			if r.Get("error.code").String() != string(protocol.CodeInternal) || id == "" {
+				t.Fatalf("start answered %s: want internal, naming the monitor", r.Raw)
+			}
+			s := l.status(id)
+			if s.Get("status").String() != state.StatusCancelled || s.Get("receipt.custody").String() != state.CustodyReconciled || !s.Get("receipt.group_empty_verified").Bool() || s.Get("exit_code").Exists() {
+				t.Fatalf("status of the monitor whose guardian died at %s: %s", point, s.Raw)
+			}
+			l.settle()
+		})
+	}
+}
+
+// TestFaultsDrainPoints kills a guardian in the middle of its drain and
+// before its receipt: the cancel answers that the monitor needs
+// reconciliation (never an invented receipt), and reconcile stops what is
+// left.
+func TestFaultsDrainPoints(t *testing.T) {
+	for _, point := range []string{"guardian:mid_drain", "guardian:before_receipt"} {
+		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			l := newFaultLab(t, 30, 20)
+			started, _ := l.answer(l.command(point, leakyService...))
+			id := started.Get("monitor_id").String()
+			m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := l.command("", "cancel", "--grace", "1", id)
+			var out, errOut bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errOut
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			awaitStopped(t, m.GuardianPID)
+			unix.Kill(m.GuardianPID, unix.SIGKILL)
+			c.Wait()
+			r := l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+			if r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) {
+				t.Fatalf("cancel of a monitor whose guardian died at %s answered %s", point, r.Raw)
+			}
+			if s := l.status(id); s.Get("status").String() != state.StatusNeedsReconciliation {
+				t.Fatalf("status after the guardian died at %s: %s", point, s.Raw)
+			}
+			rec, _ := l.run("reconcile", "--grace", "1", id)
+			if rec.Get("custody").String() != state.CustodyReconciled || !rec.Get("group_empty_verified").Bool() {
+				t.Fatalf("reconcile after the guardian died at %s: %s", point, rec.Raw)
+			}
+			l.settle()
+		})
+	}
+}
+
+// TestFaultsRandom kills, at a random moment, a start, its guardian, a
+// cancel, or a guardian while it drains, round after round.
+func TestFaultsRandom(t *testing.T) {
+	seed := *faultSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("fault seed %d (replay: go test -tags faultpoints -run TestFaultsRandom -fault.seed=%d .)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	soak, _ := time.ParseDuration(os.Getenv("FAULTS_SOAK"))
+	end := time.Now().Add(soak)
+	l := newFaultLab(t, 30, 1<<20)
+	for round := 0; round < 16 || time.Now().Before(end); round++ {
+		delay := time.Duration(rng.IntN(20000)) * time.Microsecond
+		kind := rng.IntN(4)
+		t.Logf("round %d: fault %d after %v", round, kind, delay)
+		switch kind {
+		case 0, 1: // the start, or its guardian, at a random moment
+			c := l.command("", leakyService...)
+			var out, errOut bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errOut
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			victim := c.Process.Pid
+			if kind == 1 {
+				if kids := childrenOf(victim); len(kids) > 0 {
+					victim = kids[0]
+				}
+			}
+			unix.Kill(victim, unix.SIGKILL)
+			c.Wait()
+			if c.ProcessState.Exited() {
+				l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+			}
+		case 2, 3: // the cancel, or the guardian while it drains
+			started, _ := l.run(leakyService...)
+			id := started.Get("monitor_id").String()
+			m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := l.command("", "cancel", "--grace", "1", id)
+			var out, errOut bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errOut
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(delay)
+			victim := c.Process.Pid
+			if kind == 3 {
+				victim = m.GuardianPID
+				if !proc.Matches(victim, m.GuardianStartTicks) {
+					victim = 0
+				}
+			}
+			if victim > 0 {
+				unix.Kill(victim, unix.SIGKILL)
+			}
+			c.Wait()
+			if c.ProcessState.Exited() {
+				l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+			}
+		}
+		for _, id := range l.monitors() {
+			l.status(id)
+		}
+		l.settle()
+	}
+}
+
+// TestFaultsStall stops a guardian past its ownership window and lets it
+// go: it was reported as needing reconciliation, cancel refused it, and
+// once resumed it never renews: it drains and writes a receipt whose
+// reason says the heartbeat was missed.
+func TestFaultsStall(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	started, _ := l.run("start", "--", "sleeper")
+	id := started.Get("monitor_id").String()
+	m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOwnGuardian(t, l, m)
+	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a stopped guardian still holds custody after %v", patience)
+		}
+	}
+	if r, _ := l.run("cancel", id); r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) {
+		t.Fatalf("cancel of a lapsed monitor answered %s", r.Raw)
+	}
+	stalled := l.status(id).Get("heartbeat_seq").Int()
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	var final gjson.Result
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		final = l.status(id)
+		if final.Get("receipt").Exists() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the resumed guardian wrote no receipt in %v: %s", patience, final.Raw)
+		}
+	}
+	if final.Get("status").String() != state.StatusCancelled || final.Get("reason").String() != "heartbeat_missed" || !final.Get("receipt.group_empty_verified").Bool() {
+		t.Fatalf("receipt of a guardian resumed past its window: %s", final.Raw)
+	}
+	if seq := final.Get("heartbeat_seq").Int(); seq != stalled {
+		t.Fatalf("the resumed guardian renewed its lapsed window: heartbeat %d, then %d", stalled, seq)
+	}
+	l.settle()
+}
+
+// stopOwnGuardian stops a monitor's guardian with SIGSTOP while it holds no
+// lock, so that other commands are not held up by it.
+func stopOwnGuardian(t *testing.T, l *faultLab, m *state.Monitor) {
+	t.Helper()
+	lock := filepath.Join((&state.Dir{Path: l.state}).MonitorDir(m.MonitorID), "lock")
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
+		unix.Kill(m.GuardianPID, unix.SIGSTOP)
+		awaitStopped(t, m.GuardianPID)
+		fd, err := unix.Open(lock, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil || unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if err == nil {
+				unix.Close(fd)
+			}
+			return
+		}
+		unix.Close(fd)
+		unix.Kill(m.GuardianPID, unix.SIGCONT)
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("guardian %d kept its lock for %v", m.GuardianPID, patience)
+}
+
+// TestFaultsRunEndRacesStarts ends a run while starts in it are in
+// flight: when run end returns, no monitor of the run is running; each
+// start either took its slot before the end (its monitor was drained by
+// it) or was refused.
+func TestFaultsRunEndRacesStarts(t *testing.T) {
+	seed := *faultSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("fault seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	l := newFaultLab(t, 30, 1<<20)
+	for round := 0; round < 4; round++ {
+		created, _ := l.run("run", "new")
+		run := created.Get("run_id").String()
+		var wg sync.WaitGroup
+		answers := make([]gjson.Result, 6)
+		for i := range answers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i], _ = l.run("--run", run, "start", "--", "sleeper")
+			}()
+		}
+		time.Sleep(time.Duration(rng.IntN(30000)) * time.Microsecond)
+		ended, _ := l.run("--run", run, "run", "end")
+		if errs := ended.Get("errors"); errs.Exists() {
+			t.Fatalf("run end: %s", ended.Raw)
+		}
+		// At this moment nothing of the run may run.
+		for _, id := range l.monitors() {
+			s := l.status(id)
+			if s.Get("run_id").String() == run && s.Get("status").String() == state.StatusRunning {
+				t.Fatalf("round %d: monitor %s of the ended run %s is running after run end returned: %s", round, id, run, s.Raw)
+			}
+		}
+		wg.Wait()
+		for _, a := range answers {
+			if code := a.Get("error.code").String(); code != "" && code != string(protocol.CodeRunEnded) {
+				t.Fatalf("a start racing run end answered %s", a.Raw)
+			}
+			if id := a.Get("monitor_id").String(); id != "" {
+				if s := l.status(id); s.Get("status").String() != state.StatusCancelled || s.Get("reason").String() != "run_ended" {
+					t.Fatalf("a start that landed before the end: %s", s.Raw)
+				}
+			}
+		}
+	}
+	l.settle()
+}
+
+// TestFaultsStraySignals sends a guardian every signal that would end a
+// Go program by default: it keeps custody, and drains only on the
+// termination signals.
+func TestFaultsStraySignals(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	started, _ := l.run("start", "--", "sleeper")
+	id := started.Get("monitor_id").String()
+	m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []unix.Signal{unix.SIGTRAP, unix.SIGSYS, unix.SIGSTKFLT, unix.SIGABRT, unix.SIGILL, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGVTALRM, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGPWR, unix.SIGIO, unix.SIGPIPE} {
+		unix.Kill(m.GuardianPID, sig)
+		// The status's ping is answered after the signal was handled:
+		// signals are delivered before the guardian runs on.
+		time.Sleep(20 * time.Millisecond)
+		if s := l.status(id); !proc.Matches(m.GuardianPID, m.GuardianStartTicks) || s.Get("status").String() != state.StatusRunning {
+			t.Fatalf("after %v the guardian is gone or its monitor is %s", unix.SignalName(sig), s.Raw)
+		}
+	}
+	unix.Kill(m.GuardianPID, unix.SIGTERM)
+	for deadline := time.Now().Add(patience); !l.status(id).Get("receipt").Exists(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no receipt %v after SIGTERM", patience)
+		}
+	}
+	if s := l.status(id); s.Get("reason").String() != "guardian_SIGTERM" || !s.Get("receipt.group_empty_verified").Bool() {
+		t.Fatalf("after SIGTERM: %s", s.Raw)
+	}
+	l.settle()
+}
+
+// TestFaultsHostileServices runs services that try to leave custody or
+// to swamp it, and cancels each: the receipt is verified and nothing of
+// theirs is left.
+func TestFaultsHostileServices(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	services := map[string][]string{
+		"double_fork_setsid": {"sh", "-c", "setsid sh -c 'sleeper & exit' & exec sleeper"},
+		"other_group":        {"sh", "-c", "set -m; sleeper & sleeper & wait"},
+		"fork_storm":         {"sh", "-c", "i=0; while [ $i -lt 60 ]; do sleeper & i=$((i+1)); done; wait"},
+		"closes_output":      {"sh", "-c", "exec >/dev/null 2>&1; exec sleeper"},
+	}
+	for name, argv := range services {
+		started, _ := l.run(append([]string{"start", "--name", name, "--"}, argv...)...)
+		id := started.Get("monitor_id").String()
+		if id == "" {
+			t.Fatalf("%s: start answered %s", name, started.Raw)
+		}
+		time.Sleep(200 * time.Millisecond) // let it spread
+		r, _ := l.run("cancel", "--grace", "1", id)
+		if !r.Get("group_empty_verified").Bool() || r.Get("containment").String() != state.ContainmentComplete {
+			t.Fatalf("%s: cancel answered %s", name, r.Raw)
+		}
+		l.nothingLeft()
+	}
+	// A gigabyte without a newline passes the output cap: the guardian
+	// drains it as output_limit, never blocked by it.
+	started, _ := l.run("start", "--", "sh", "-c", "head -c 1073741824 /dev/zero | tr '\\0' a")
+	id := started.Get("monitor_id").String()
+	var s gjson.Result
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		if s = l.status(id); s.Get("receipt").Exists() || time.Now().After(deadline) {
+			break
+		}
+	}
+	if s.Get("status").String() != state.StatusOutputLimit || !s.Get("receipt.group_empty_verified").Bool() {
+		t.Fatalf("a gigabyte with no newline: %s", s.Raw)
+	}
+	l.settle()
+}
+
+// TestFaultsManyMonitors keeps 300 monitors live at once, then runs
+// cancel, status, logs and wait on one of them together.
+func TestFaultsManyMonitors(t *testing.T) {
+	l := newFaultLab(t, 30, 1000)
+	const n = 300
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r, _ := l.run("start", "--", "sleeper")
+			ids[i] = r.Get("monitor_id").String()
+		}()
+	}
+	wg.Wait()
+	if got := len(l.monitors()); got != n {
+		t.Fatalf("list shows %d monitors, want %d", got, n)
+	}
+	id := ids[0]
+	for _, args := range [][]string{{"status", id}, {"logs", id}, {"wait", id, "--exit", "--timeout", "60"}, {"cancel", id}, {"status", id}, {"logs", id}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.run(args...)
+		}()
+	}
+	wg.Wait()
+	if s := l.status(id); s.Get("status").String() != state.StatusCancelled {
+		t.Fatalf("after concurrent commands: %s", s.Raw)
+	}
+	ended, _ := l.run("run", "end")
+	if got := len(ended.Get("monitors").Array()); got != n {
+		t.Fatalf("run end drained %d monitors, want %d: %s", got, n, ended.Raw)
+	}
+	l.settle()
+}
+
+// TestFaultsFullDisk fills the file system of the state directory to its
+// last byte under live monitors (a tmpfs, in a mount namespace of the
+// test's own). It runs itself again inside `unshare --mount`, so that the
+// guardians it starts see the tmpfs and the machine's mounts are never
+// touched.
+func TestFaultsFullDisk(t *testing.T) {
+	if os.Getenv("FAULTS_DISK_INSIDE") == "" {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to mount a tmpfs in a mount namespace of its own")
+		}
+		unshare, err := exec.LookPath("unshare")
+		if err != nil {
+			t.Skip("needs unshare(1) (util-linux) to make a mount namespace")
+		}
+		c := exec.Command(unshare, "--mount", "--propagation", "private", "--", os.Args[0], "-test.run", "^TestFaultsFullDisk$", "-test.v", "-test.count=1")
+		c.Env = append(os.Environ(), "FAULTS_DISK_INSIDE=1")
+		out, err := c.CombinedOutput()
+		t.Logf("inside the mount namespace:\n%s", out)
+		if err != nil {
+			t.Fatalf("the full-disk scenario failed: %v", err)
+		}
+		if !bytes.Contains(out, []byte("--- PASS: TestFaultsFullDisk")) {
+			t.Fatal("the full-disk scenario did not run")
+		}
+		return
+	}
+	l := newFaultLabOn(t, "4m", 3, 20, 64<<20)
+	healthy, _ := l.run("start", "--name", "healthy", "--", "sleeper")
+	hid := healthy.Get("monitor_id").String()
+	loud, _ := l.run("start", "--name", "loud", "--", "sh", "-c", "while :; do printer -bytes 65536; sleep 0.1; done")
+	lid := loud.Get("monitor_id").String()
+
+	// Fill the file system to its last byte.
+	filler := filepath.Join(l.state, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := make([]byte, 64<<10); ; {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	for b := []byte{0}; ; {
+		if _, err := f.Write(b); err != nil {
+			break
+		}
+	}
+	f.Close()
+
+	// A start that cannot be recorded is refused, typed.
+	if r, _ := l.run("start", "--", "sleeper"); !r.Get("error").Exists() {
+		t.Fatalf("a start on a full disk answered %s: want a typed error", r.Raw)
+	}
+	// Past more than one ownership window of failed heartbeats, the
+	// guardians still hold custody and status says what is wrong.
+	time.Sleep(5 * time.Second)
+	for _, id := range []string{hid, lid} {
+		s := l.status(id)
+		if s.Get("status").String() != state.StatusRunning || !strings.Contains(s.Get("state_error").String(), "no space") {
+			t.Fatalf("a healthy monitor on a full disk: %s", s.Raw)
+		}
+	}
+	// Output that cannot be stored is counted, and the pipe is still read:
+	// the loud service never blocks.
+	first := l.status(lid)
+	if !strings.Contains(first.Get("log_error").String(), "no space") || first.Get("log_bytes_lost").Int() == 0 {
+		t.Fatalf("a service whose output cannot be stored: %s", first.Raw)
+	}
+	for deadline := time.Now().Add(patience); l.status(lid).Get("captured_bytes").Int() <= first.Get("captured_bytes").Int(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the loud service's output stopped being read: %s", first.Raw)
+		}
+	}
+	// A cancel gets the guardian's verified receipt, though it cannot be
+	// stored yet.
+	r, _ := l.run("cancel", "--grace", "1", hid)
+	if r.Get("status").String() != state.StatusCancelled || !r.Get("group_empty_verified").Bool() || r.Get("reason").String() != "cancel" || !strings.Contains(r.Get("state_error").String(), "no space") {
+		t.Fatalf("cancel on a full disk answered %s", r.Raw)
+	}
+	// Once space returns, everything lands: the receipt is stored, the
+	// guardian exits, and the other monitor renews again.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+		m, err := d.LoadMonitor(hid)
+		if err == nil && m.Receipt != nil && m.Receipt.Reason == "cancel" && m.Receipt.GroupEmptyVerified {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receipt never landed once space returned: %+v (%v)", m, err)
+		}
+	}
+	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+		s := l.status(lid)
+		if s.Get("status").String() == state.StatusRunning && !s.Get("state_error").Exists() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other monitor still cannot renew once space returned: %s", s.Raw)
+		}
+	}
+	l.settle()
+}
