@@ -3,10 +3,14 @@
 package cmd
 
 import (
+	"sort"
+	"sync"
+
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
+	"procmon/internal/state"
 )
 
 // drainRequest is the request of cancel and reconcile: a monitor and the
@@ -37,22 +41,39 @@ func readDrainRequest(env *Env, c *cobra.Command, args []string, grace int64) (i
 
 // addGraceFlag adds --grace to a draining command.
 func addGraceFlag(c *cobra.Command, grace *int64) {
-	c.Flags().Int64Var(grace, "grace", proc.DefaultDrainGraceMs/1000, "seconds between SIGTERM and SIGKILL")
+	secondsVar(c, grace, "grace", proc.DefaultDrainGraceMs/1000, "time between SIGTERM and SIGKILL (30s, 2m; a plain number is seconds)")
 }
 
 func newCancelCmd(env *Env, g *globals) *cobra.Command {
 	var grace int64
+	var name string
+	var all bool
 	c := &cobra.Command{
-		Use:   "cancel MONITOR_ID [--grace SECONDS]",
+		Use:   "cancel [MONITOR_ID... | --name NAME | --all] [--grace DURATION]",
 		Short: "Stop a service and return its terminal receipt",
 		Long: `Drain the service's process group: SIGTERM (with SIGCONT), the grace
 period (default 5 s), SIGKILL to whatever remains, reaping, verification
 that nothing of the group or its escaped descendants is left, and the
 output read to its end. Returns the receipt. On a monitor that has already
-ended it returns the existing receipt; other monitors keep running.`,
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeMonitorIDs(env),
+ended it returns the existing receipt; other monitors keep running.
+
+  procmon cancel m_3kq9x2ab           # an id, or any unique start of one
+  procmon cancel --name web --grace 30s
+  procmon cancel m_3kq9 m_7hd2        # several at once, in parallel
+  procmon cancel --all                # every live monitor of the run
+
+Several monitors (or --all) answer {"monitors": [receipts...], "errors":
+[{"monitor_id", "error"}...]}; the exit status is then that of the first
+error, or 0.`,
+		ValidArgsFunction: completeLiveMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
+			if all || len(args) > 1 || (name != "" && len(args) > 0) {
+				return cancelMany(env, g, c, args, name, all, grace)
+			}
+			args, err := monitorArgs(env, g, args, name)
+			if err != nil {
+				return err
+			}
 			id, graceMs, err := readDrainRequest(env, c, args, grace)
 			if err != nil {
 				return err
@@ -65,7 +86,100 @@ ended it returns the existing receipt; other monitors keep running.`,
 		},
 	}
 	addGraceFlag(c, &grace)
+	addNameFlag(c, env, &name)
+	c.Flags().BoolVar(&all, "all", false, "cancel every live monitor of the run")
 	return c
+}
+
+// cancelManyResponse answers a cancel of several monitors.
+type cancelManyResponse struct {
+	Monitors []receiptView `json:"monitors"`
+	Errors   []listRow     `json:"errors,omitempty"`
+}
+
+// cancelMany cancels several monitors at once (each drain takes its
+// grace, so they run in parallel): those named, or with --all every
+// monitor of the run without a receipt.
+func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name string, all bool, grace int64) error {
+	if all && (len(args) > 0 || name != "") {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "--all cancels every live monitor of the run: give it no ids and no --name")
+	}
+	var graceSeconds *int64
+	if c.Flags().Changed("grace") {
+		graceSeconds = &grace
+	}
+	graceMs, err := graceMillis(graceSeconds)
+	if err != nil {
+		return err
+	}
+	ids, err := monitorArgs(env, g, args, name)
+	if err != nil {
+		return err
+	}
+	if all {
+		if ids, err = liveMonitorsOfRun(env, g); err != nil {
+			return err
+		}
+	}
+	resp := &cancelManyResponse{Monitors: []receiptView{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := runCancel(env, id, graceMs)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				e := protocol.AsError(err)
+				resp.Errors = append(resp.Errors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
+				return
+			}
+			resp.Monitors = append(resp.Monitors, *v)
+		}()
+	}
+	wg.Wait()
+	order := map[string]int{}
+	for i, id := range ids {
+		order[id] = i
+	}
+	sort.Slice(resp.Monitors, func(i, j int) bool { return order[resp.Monitors[i].MonitorID] < order[resp.Monitors[j].MonitorID] })
+	sort.Slice(resp.Errors, func(i, j int) bool { return order[resp.Errors[i].MonitorID] < order[resp.Errors[j].MonitorID] })
+	if len(resp.Errors) > 0 {
+		g.exitStatus = resp.Errors[0].Error.Code.ExitStatus()
+	}
+	return respond(env, g, resp)
+}
+
+// liveMonitorsOfRun lists the selected run's monitors that have no
+// receipt, in the order they started.
+func liveMonitorsOfRun(env *Env, g *globals) ([]string, error) {
+	runID, err := selectedRun(env, g)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := openState(env)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := dir.MonitorIDs()
+	if err != nil {
+		return nil, err
+	}
+	var live []*state.Monitor
+	for _, id := range ids {
+		m, err := dir.LoadMonitor(id)
+		if err == nil && m.RunID == runID && m.Receipt == nil && m.Phase != state.PhaseStarting {
+			live = append(live, m)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].StartedAtMs < live[j].StartedAtMs })
+	out := make([]string, len(live))
+	for i, m := range live {
+		out[i] = m.MonitorID
+	}
+	return out, nil
 }
 
 func runCancel(env *Env, id string, graceMs int64) (*receiptView, error) {

@@ -125,17 +125,21 @@ func readRequest(env *Env, c *cobra.Command, v any) error {
 	return protocol.ReadRequest(env.Stdin, v)
 }
 
-// respond writes one response object.
+// respond writes one response object, or for a person its view.
 func respond(env *Env, g *globals, v any) error {
+	if g.human {
+		return render(env, g, v)
+	}
 	return protocol.WriteJSON(env.Stdout, v, g.pretty)
 }
 
 // flagsUsed reports whether any of the command's own flags were set (the
-// shared --pretty and --run do not count: they build no request).
-func flagsUsed(c *cobra.Command) bool {
+// shared --pretty, --run and -o do not count, nor those named in except:
+// they build no request).
+func flagsUsed(c *cobra.Command, except ...string) bool {
 	used := false
 	c.Flags().Visit(func(f *pflag.Flag) {
-		if c.Root().PersistentFlags().Lookup(f.Name) == nil {
+		if c.Root().PersistentFlags().Lookup(f.Name) == nil && !contains(except, f.Name) {
 			used = true
 		}
 	})

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,28 +13,124 @@ import (
 
 type completion = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective)
 
-// completeMonitorIDs completes monitor ids from the state directory.
+// completeMonitorIDs completes monitor ids from the state directory, each
+// described by its name and status so a person can tell them apart.
 func completeMonitorIDs(env *Env) completion {
-	return completeIDs(env, (*state.Dir).MonitorIDs)
+	return completeMonitors(env, false, true)
+}
+
+// completeLiveMonitorIDs completes the ids of monitors that are still
+// live (no receipt yet): the only ones worth cancelling. It completes
+// every argument, since cancel takes several.
+func completeLiveMonitorIDs(env *Env) completion {
+	return completeMonitors(env, true, false)
+}
+
+// completeMonitors offers the monitors of the state directory whose ids
+// start with the word typed, newest first. It only reads, so it never
+// creates the directory. A monitor whose record cannot be read is still
+// offered (status and the rest of procmon then say why) unless only live
+// ones are wanted.
+func completeMonitors(env *Env, liveOnly, firstOnly bool) completion {
+	return func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		if firstOnly && len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		dir, ok := readOnlyState(env)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ids, _ := dir.MonitorIDs()
+		type offer struct {
+			word    string
+			started int64
+		}
+		var offers []offer
+		for _, id := range ids {
+			if !strings.HasPrefix(id, prefix) || contains(args, id) {
+				continue
+			}
+			m, err := dir.LoadMonitor(id)
+			if err != nil {
+				if !liveOnly {
+					offers = append(offers, offer{word: id})
+				}
+				continue
+			}
+			if liveOnly && m.Receipt != nil {
+				continue
+			}
+			offers = append(offers, offer{word: id + "\t" + describe(m), started: m.StartedAtMs})
+		}
+		sort.SliceStable(offers, func(i, j int) bool { return offers[i].started > offers[j].started })
+		out := make([]string, len(offers))
+		for i, o := range offers {
+			out[i] = o.word
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	}
+}
+
+// describe is a monitor as a completion shows it: name, status, argv.
+// The status is the record's: a completion asks no guardian anything.
+func describe(m *state.Monitor) string {
+	status := state.StatusRunning
+	if m.Receipt != nil {
+		status = m.Receipt.Status
+	} else if m.Phase == state.PhaseStarting {
+		status = "starting"
+	}
+	return strings.TrimSpace(m.Name + " " + status + " " + shellQuote(m.Argv))
+}
+
+// completeNames completes --name with the names of the selected run's
+// monitors, live ones first.
+func completeNames(env *Env) completion {
+	return func(c *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		dir, ok := readOnlyState(env)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		run := c.Flag("run").Value.String()
+		if run == "" {
+			run = env.Getenv("PROCMON_RUN")
+		}
+		if run == "" {
+			run = state.DefaultRun
+		}
+		ids, _ := dir.MonitorIDs()
+		seen := map[string]string{}
+		for _, id := range ids {
+			m, err := dir.LoadMonitor(id)
+			if err != nil || m.RunID != run || m.Name == "" || !strings.HasPrefix(m.Name, prefix) {
+				continue
+			}
+			if m.Receipt == nil {
+				seen[m.Name] = "live"
+			} else if seen[m.Name] == "" {
+				seen[m.Name] = "ended"
+			}
+		}
+		var out []string
+		for n, s := range seen {
+			out = append(out, n+"\t"+s)
+		}
+		sort.Strings(out)
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // completeRunIDs completes run ids from the state directory.
 func completeRunIDs(env *Env) completion {
-	return completeIDs(env, (*state.Dir).RunIDs)
-}
-
-// completeIDs completes the first argument from a listing of the state
-// directory; it only reads, so it never creates the directory.
-func completeIDs(env *Env, list func(*state.Dir) ([]string, error)) completion {
 	return func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		path, err := state.Resolve(env.Getenv)
-		if err != nil {
+		dir, ok := readOnlyState(env)
+		if !ok {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		ids, _ := list(&state.Dir{Path: path})
+		ids, _ := dir.RunIDs()
 		var out []string
 		for _, id := range ids {
 			if strings.HasPrefix(id, prefix) {
@@ -42,4 +139,14 @@ func completeIDs(env *Env, list func(*state.Dir) ([]string, error)) completion {
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// readOnlyState is the state directory for completions, which must never
+// create it.
+func readOnlyState(env *Env) (*state.Dir, bool) {
+	path, err := state.Resolve(env.Getenv)
+	if err != nil {
+		return nil, false
+	}
+	return &state.Dir{Path: path}, true
 }

@@ -3,11 +3,8 @@
 package cmd
 
 import (
-	"fmt"
-	"strings"
+	"sort"
 	"sync"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +14,6 @@ import (
 
 type listOptions struct {
 	allRuns bool
-	format  string
 }
 
 // listRow is one monitor in a listing; a monitor whose record cannot be
@@ -39,27 +35,23 @@ type listResponse struct {
 func newListCmd(env *Env, g *globals) *cobra.Command {
 	var opts listOptions
 	c := &cobra.Command{
-		Use:   "list [--all-runs] [--format json|table]",
-		Short: "List the monitors of the run",
+		Use:   "list [--all-runs]",
+		Short: "List the monitors of the run, oldest first",
 		Long: `List one row per monitor of the selected run (or of every run with
---all-runs): status, name, argv and age. A table when stdout is a terminal
-or with --format table, JSON otherwise.`,
+--all-runs), in the order they started: status, name, argv and age. A
+table when stdout is a terminal or with -o text (or --format table), JSON
+otherwise. The table shows each id as its shortest unique start, which
+every command takes back in place of the id.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runList(env, g, opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.allRuns, "all-runs", false, "list the monitors of every run")
-	c.Flags().StringVar(&opts.format, "format", "", "json or table (default: table on a terminal, else json)")
 	return c
 }
 
 func runList(env *Env, g *globals, opts listOptions) error {
-	switch opts.format {
-	case "", "json", "table":
-	default:
-		return protocol.Errorf(protocol.CodeInvalidRequest, "--format %q: want json or table", opts.format).With("field", "format")
-	}
 	dir, err := openState(env)
 	if err != nil {
 		return err
@@ -111,32 +103,16 @@ func runList(env *Env, g *globals, opts listOptions) error {
 		}()
 	}
 	wg.Wait()
-	if opts.format == "table" || (opts.format == "" && env.StdoutIsTerminal) {
-		return writeTable(env, resp)
-	}
+	// Oldest first, as people read a listing; a row that could not be
+	// read has no start time and comes last.
+	sort.SliceStable(resp.Monitors, func(i, j int) bool {
+		a, b := resp.Monitors[i], resp.Monitors[j]
+		if (a.Error == nil) != (b.Error == nil) {
+			return a.Error == nil
+		}
+		return a.Error == nil && a.StartedAtMs < b.StartedAtMs
+	})
 	return respond(env, g, resp)
-}
-
-func writeTable(env *Env, resp listResponse) error {
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MONITOR\tRUN\tSTATUS\tNAME\tAGE\tARGV")
-	now := env.Now()
-	for _, r := range resp.Monitors {
-		if r.Error != nil {
-			fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t%s\n", r.MonitorID, r.Error.Code, r.Error.Message)
-			continue
-		}
-		v := r.monitorView
-		status := v.Status
-		if v.ExitCode != nil {
-			status += fmt.Sprintf(" (%d)", *v.ExitCode)
-		} else if v.Signal != nil {
-			status += " (" + *v.Signal + ")"
-		}
-		age := now.Sub(time.UnixMilli(v.StartedAtMs)).Truncate(time.Second)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.MonitorID, v.RunID, status, dash(v.Name), age, strings.Join(v.Argv, " "))
-	}
-	return tw.Flush()
 }
 
 func dash(s string) string {

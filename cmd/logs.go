@@ -44,8 +44,9 @@ const defaultLogBytes = 65536
 func newLogsCmd(env *Env, g *globals) *cobra.Command {
 	var maxBytes, offset int64
 	var follow bool
+	var name, tail, since string
 	c := &cobra.Command{
-		Use:   "logs MONITOR_ID [--max-bytes N] [--offset N] [--follow]",
+		Use:   "logs [MONITOR_ID | --name NAME] [--tail N] [--since TIME] [--max-bytes N] [--offset N] [--follow]",
 		Short: "Show a monitor's redacted output",
 		Long: `Show a bounded snapshot of the monitor's output, with credentials already
 redacted (a raw secret never reaches the disk). By default the last 65536
@@ -58,13 +59,36 @@ character at the end was held back). A window never splits a character.
 
   procmon logs m_… --max-bytes 4096
   procmon logs m_… --offset 0 --max-bytes 1048576   # then --offset <next_offset>
-  procmon logs m_… --follow                         # stream text until it ends`,
+  procmon logs m_… --follow                         # stream text until it ends
+
+By hand, as tail and docker logs do:
+
+  procmon logs --name web --tail 20     # the last 20 lines
+  procmon logs -f web                   # the last 10 lines, then follow
+  procmon logs -f --tail all m_3kq9     # everything, then follow
+  procmon logs -f --since 0s m_3kq9     # only what comes from now on
+
+--follow streams the text for a person until the service has ended
+(Ctrl-C stops following; the service keeps running). It starts at the
+last 10 lines unless --tail, --since or --offset says otherwise.
+--since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00).
+procmon stores no time for each line, only the stream, so --since can
+tell apart only what was written before the service started (all of it)
+and after its last write (none of it); a time between the two is refused
+with what to use instead.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			var req logsRequest
-			if len(args) == 1 {
-				req.MonitorID = args[0]
+			if len(args) == 1 || name != "" {
+				ids, err := monitorArgs(env, g, args, name)
+				if err != nil {
+					return err
+				}
+				if len(ids) > 1 {
+					return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
+				}
+				req.MonitorID = ids[0]
 				if c.Flags().Changed("max-bytes") {
 					req.MaxBytes = &maxBytes
 				}
@@ -73,6 +97,11 @@ character at the end was held back). A window never splits a character.
 				}
 			} else if err := readRequest(env, c, &req); err != nil {
 				return err
+			}
+			if tail != "" || since != "" || follow && req.Offset == nil {
+				if err := startFrom(env, c, &req, tail, since, follow); err != nil {
+					return err
+				}
 			}
 			if follow {
 				return followLogs(env, req)
@@ -87,6 +116,9 @@ character at the end was held back). A window never splits a character.
 	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "window size in bytes (at least 4)")
 	c.Flags().Int64Var(&offset, "offset", 0, "read from this byte of the redacted stream")
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "stream the output as text until the monitor ends")
+	c.Flags().StringVarP(&tail, "tail", "n", "", "start at the last N lines, or all (with --follow: default 10)")
+	c.Flags().StringVar(&since, "since", "", "start at output written since a duration ago (5m) or a time (RFC 3339)")
+	addNameFlag(c, env, &name)
 	return c
 }
 

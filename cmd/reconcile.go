@@ -6,12 +6,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
+	"procmon/internal/protocol"
 )
 
 func newReconcileCmd(env *Env, g *globals) *cobra.Command {
 	var grace int64
+	var name string
 	c := &cobra.Command{
-		Use:   "reconcile MONITOR_ID [--grace SECONDS]",
+		Use:   "reconcile [MONITOR_ID | --name NAME] [--grace DURATION]",
 		Short: "Settle a monitor whose guardian was lost",
 		Long: `For a needs_reconciliation monitor only: if the recorded group can still be
 proven to be the one procmon started (this boot, and no other process holds
@@ -25,6 +27,16 @@ service.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 || name != "" {
+				ids, err := monitorArgs(env, g, args, name)
+				if err != nil {
+					return err
+				}
+				if len(ids) > 1 {
+					return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
+				}
+				args = ids
+			}
 			id, graceMs, err := readDrainRequest(env, c, args, grace)
 			if err != nil {
 				return err
@@ -41,5 +53,6 @@ service.`,
 		},
 	}
 	addGraceFlag(c, &grace)
+	addNameFlag(c, env, &name)
 	return c
 }

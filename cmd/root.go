@@ -60,6 +60,13 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
+	if pe := checkLimits(); pe != nil {
+		if g := early.TakeLaunched(); g != nil {
+			g.Abandon()
+		}
+		protocol.WriteJSON(os.Stdout, pe.Object(), false)
+		return pe.Code.ExitStatus()
+	}
 	env := defaultEnv()
 	if early := launchEarly(); early != nil {
 		env.early = early
@@ -76,6 +83,14 @@ var Version = "0.1.0-dev"
 type globals struct {
 	pretty bool
 	run    string
+	// format is -o/--format and json is --json; human, decided once from
+	// them and the terminal (chooseFormat), selects the person's view.
+	format string
+	json   bool
+	human  bool
+	// exitStatus is the status of a command that answered but asked for
+	// a non-zero one (wait --check; cancel of several monitors).
+	exitStatus int
 }
 
 // Run executes one command line against env and returns the exit status.
@@ -88,7 +103,7 @@ func Run(args []string, env *Env) int {
 	root.SetErr(env.Stderr)
 	err := root.Execute()
 	if err == nil {
-		return 0
+		return g.exitStatus
 	}
 	var pe *protocol.Error
 	if !errors.As(err, &pe) {
@@ -98,6 +113,10 @@ func Run(args []string, env *Env) int {
 	}
 	if interrupted(pe) {
 		pe.Code = protocol.CodeWaitInterrupted
+	}
+	if chooseFormat(env, g) == nil && g.human {
+		reportError(env, pe)
+		return pe.Code.ExitStatus()
 	}
 	if werr := protocol.WriteJSON(env.Stdout, pe.Object(), g.pretty); werr != nil {
 		fmt.Fprintln(env.Stderr, "procmon:", pe.Message)
@@ -117,14 +136,19 @@ and stops them with a receipt that proves nothing was left behind.
 
 Every command reads one JSON object {"request": {...}} on stdin and writes
 one JSON object on stdout; flags and arguments build the same request by
-hand. Start with: procmon configure --enable`,
+hand. On a terminal, commands print a readable view instead (errors as one
+line on stderr); -o json or --json forces the JSON, -o text the view.
+Monitors may be named by hand by --name or by the start of their id.
+Start with: procmon configure --enable`,
 		Version:           Version,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		PersistentPreRunE: func(*cobra.Command, []string) error { return chooseFormat(env, g) },
 	}
 	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response")
 	root.PersistentFlags().StringVar(&g.run, "run", "", "run id to act in (default $PROCMON_RUN, else \"default\")")
+	root.PersistentFlags().StringVarP(&g.format, "format", "o", "", "json or text (default: text on a terminal, else json)")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print the JSON response even on a terminal (same as -o json)")
 	root.RegisterFlagCompletionFunc("run", completeRunIDs(env))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())

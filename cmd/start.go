@@ -83,14 +83,19 @@ func newStartCmd(env *Env, g *globals) *cobra.Command {
 	var envPairs []string
 	var timeout int64
 	c := &cobra.Command{
-		Use:   "start [flags] -- ARGV...",
+		Use:   "start [flags] [--] COMMAND [ARGS...]",
 		Short: "Start a service under a detached guardian",
 		Long: `Start a service under a detached guardian and return once its running
 handoff is durable. Takes one command slot of the run's budget.
 
-  procmon start -- python3 -m http.server 8000
-  procmon start --name api --timeout 600 --env PORT=8000 -- ./server
+  procmon start python3 -m http.server 8000
+  procmon start --name api --timeout 10m --env PORT=8000 ./server --verbose
   echo '{"request":{"argv":["python3","-u","server.py"]}}' | procmon start
+
+procmon's own flags go before the command: everything from the command on
+is the command's, flags included ("--" before it is allowed, and needed
+only for a command whose name starts with "-"). A --timeout is a work
+deadline counted from now: 30s, 10m, 2h, or a plain number of seconds.
 
 Start services in the foreground: a daemonizing service leaves its group.
 Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *CREDENTIAL*
@@ -129,8 +134,11 @@ are redacted from the output before it is stored.`,
 	c.Flags().StringVar(&req.Cwd, "cwd", "", "working directory and component root (default: the current directory)")
 	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
-	c.Flags().Int64Var(&timeout, "timeout", 0, "work deadline in seconds from admission")
-	c.Flags().StringVar(&req.Name, "name", "", "a label for the service")
+	secondsVar(c, &timeout, "timeout", 0, "work deadline from now (30s, 10m, 2h; a plain number is seconds)")
+	c.Flags().StringVar(&req.Name, "name", "", "a label for the service, to name it by with --name later")
+	// Flags after the command are the command's: procmon start python3 -m
+	// http.server needs no "--".
+	c.Flags().SetInterspersed(false)
 	return c
 }
 

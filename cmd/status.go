@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
+	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
 
@@ -15,19 +16,31 @@ type statusRequest struct {
 
 func newStatusCmd(env *Env, g *globals) *cobra.Command {
 	var all bool
+	var name string
 	c := &cobra.Command{
-		Use:   "status [MONITOR_ID]",
+		Use:   "status [MONITOR_ID | --name NAME]",
 		Short: "Show a monitor's status, or every monitor of the run",
 		Long: `Show a monitor's record and status: running, settling, exited, cancelled,
 timed_out, output_limit or needs_reconciliation. An exit code is shown only
-with a verified receipt. Without an id, lists the run's monitors.`,
+with a verified receipt. Without an id, lists the run's monitors.
+
+By hand a monitor may be named by any unique start of its id (as list
+shows it) or by --name: the run's live monitor started with that name, or
+when none is live the one started last.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			var req statusRequest
 			switch {
-			case len(args) == 1:
-				req.MonitorID = &args[0]
+			case len(args) == 1 || name != "":
+				ids, err := monitorArgs(env, g, args, name)
+				if err != nil {
+					return err
+				}
+				if len(ids) > 1 {
+					return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
+				}
+				req.MonitorID = &ids[0]
 			case all || env.StdinIsTerminal:
 			default:
 				if err := readRequest(env, c, &req); err != nil {
@@ -45,6 +58,7 @@ with a verified receipt. Without an id, lists the run's monitors.`,
 		},
 	}
 	c.Flags().BoolVar(&all, "all-runs", false, "without an id: list the monitors of every run")
+	addNameFlag(c, env, &name)
 	return c
 }
 

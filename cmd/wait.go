@@ -33,19 +33,25 @@ type waitResponse struct {
 	wait.Evidence
 }
 
+// exitNotSatisfied is the exit status of wait --check when the outcome is
+// not satisfied: distinct from every error's status, so a script can tell
+// "not ready" from "could not ask".
+const exitNotSatisfied = 6
+
 // maxWaitSeconds keeps a timeout within what a time.Duration can hold.
 const maxWaitSeconds = 1 << 32
 
 func newWaitCmd(env *Env, g *globals) *cobra.Command {
-	var output, file, digest string
-	var exit bool
+	var output, file, digest, name string
+	var exit, check bool
 	var timeout int64
 	c := &cobra.Command{
-		Use:   "wait MONITOR_ID (--output TEXT | --exit | --file PATH [--sha256 HEX]) [--timeout SECONDS]",
+		Use:   "wait [MONITOR_ID | --name NAME] (--output TEXT | --exit | --file PATH [--sha256 HEX]) [--timeout DURATION] [--check]",
 		Short: "Block until a service shows output, exits, or writes a file",
 		Long: `Block once until there is evidence about a service, then print it.
 
-  procmon wait m_... --output "Listening on 8000" --timeout 60
+  procmon wait m_... --output "Listening on 8000" --timeout 60s
+  procmon wait --name web --output "Serving HTTP" --timeout 2m --check
   procmon wait m_... --exit
   procmon wait m_... --file build/ready.json --sha256 HEX --timeout 120
   echo '{"request":{"monitor_id":"m_...","condition":{"kind":"output","text":"Serving HTTP"},"timeout_seconds":30}}' | procmon wait
@@ -53,7 +59,11 @@ func newWaitCmd(env *Env, g *globals) *cobra.Command {
 The outcome is satisfied; timeout (the service keeps running); process_ended
 (the service ended first: its exit code or signal and the last lines of its
 output are in the observation); or unavailable (its custody is unverified:
-see procmon status). Each outcome exits 0.
+see procmon status). Each outcome exits 0, unless --check is given: then
+only satisfied exits 0, and any other outcome exits 6 after printing its
+evidence, so a shell script can write: procmon wait ... --check || exit.
+On a terminal a progress line (time waited, output seen, status) shows
+while it waits, and is cleared when the answer comes.
 
 --output matches a literal in the redacted output that procmon logs shows,
 from its very start, so a line printed before the wait began counts. A
@@ -79,7 +89,8 @@ after the service ended reads nothing and answers process_ended with the
 refusal component_unproven; one that began before still checks the file
 once more at the end.
 
-Without --timeout the wait has no end of its own. Ctrl-C, SIGTERM or SIGHUP ends
+--timeout takes 30s, 2m, 1h or a plain number of seconds. Without
+--timeout the wait has no end of its own. Ctrl-C, SIGTERM or SIGHUP ends
 it with the error wait_interrupted and exit status 130; the service keeps
 running.`,
 		Args:              cobra.MaximumNArgs(1),
@@ -93,9 +104,16 @@ running.`,
 			var id string
 			var cond wait.Condition
 			var timeoutSeconds *int64
-			if len(args) == 1 || flagsUsed(c) {
-				if len(args) == 1 {
-					id = args[0]
+			if len(args) == 1 || flagsUsed(c, "check") {
+				if len(args) == 1 || name != "" {
+					ids, err := monitorArgs(env, g, args, name)
+					if err != nil {
+						return err
+					}
+					if len(ids) > 1 {
+						return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
+					}
+					id = ids[0]
 				}
 				var err error
 				if cond, err = conditionFromFlags(c, output, exit, file, digest); err != nil {
@@ -118,9 +136,17 @@ running.`,
 				}
 				id, timeoutSeconds = req.MonitorID, req.TimeoutSeconds
 			}
+			stopProgress := func() {}
+			if g.human && env.StdoutIsTerminal {
+				stopProgress = showProgress(env, id, cond)
+			}
 			resp, err := runWait(ctx, env, id, cond, timeoutSeconds)
+			stopProgress()
 			if err != nil {
 				return err
+			}
+			if check && resp.Outcome != wait.OutcomeSatisfied {
+				g.exitStatus = exitNotSatisfied
 			}
 			return respond(env, g, resp)
 		},
@@ -129,7 +155,9 @@ running.`,
 	c.Flags().BoolVar(&exit, "exit", false, "wait until the service has ended with a verified receipt")
 	c.Flags().StringVar(&file, "file", "", "wait for a regular file at this path relative to the service's working directory")
 	c.Flags().StringVar(&digest, "sha256", "", "with --file: only a file with this digest (64 lowercase hex digits) counts")
-	c.Flags().Int64Var(&timeout, "timeout", 0, "give up after this many seconds with outcome timeout")
+	secondsVar(c, &timeout, "timeout", 0, "give up after this long with outcome timeout (30s, 2m; a plain number is seconds)")
+	c.Flags().BoolVar(&check, "check", false, "exit 6 unless the outcome is satisfied (for shell scripts)")
+	addNameFlag(c, env, &name)
 	return c
 }
 

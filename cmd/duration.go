@@ -1,0 +1,82 @@
+//go:build linux
+
+package cmd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// secondsFlag is a flag for a request field counted in whole seconds that
+// a person may write with units: 30s, 2m, 1h, 1m30s. A plain number is
+// seconds, as the field itself is, so scripts written for the JSON
+// protocol's numbers keep working.
+type secondsFlag struct{ seconds *int64 }
+
+func (f secondsFlag) String() string {
+	if f.seconds == nil || *f.seconds == 0 {
+		return "0" // what pflag takes for "no default worth showing"
+	}
+	return formatSeconds(*f.seconds)
+}
+
+func (f secondsFlag) Set(s string) error {
+	n, err := parseSeconds(s)
+	if err != nil {
+		return err
+	}
+	*f.seconds = n
+	return nil
+}
+
+func (secondsFlag) Type() string { return "duration" }
+
+// parseSeconds reads a plain number of seconds or a duration with units.
+// The fields it fills hold whole seconds: a duration that is not a whole
+// number of seconds is refused rather than rounded, so that what runs is
+// what was written.
+func parseSeconds(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty duration: give seconds or a duration like 30s, 2m, 1h")
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "time: unknown unit") || strings.HasPrefix(err.Error(), "time: missing unit") {
+			return 0, fmt.Errorf("%q: unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds", s)
+		}
+		if strings.Contains(err.Error(), "overflow") {
+			return 0, fmt.Errorf("%q is too long a duration", s)
+		}
+		return 0, fmt.Errorf("%q is not a duration: give seconds or a duration like 30s, 2m, 1h", s)
+	}
+	if d%time.Second != 0 {
+		return 0, fmt.Errorf("%q is not a whole number of seconds; procmon counts this in seconds (like 1s, 90s, 2m)", s)
+	}
+	return int64(d / time.Second), nil
+}
+
+// formatSeconds shows a default the way a person would type it.
+func formatSeconds(n int64) string {
+	s := (time.Duration(n) * time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// secondsVar adds a seconds flag to c.
+func secondsVar(c *cobra.Command, p *int64, name string, value int64, usage string) {
+	*p = value
+	c.Flags().Var(secondsFlag{p}, name, usage)
+}

@@ -1,0 +1,541 @@
+//go:build linux
+
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+	"procmon/internal/wait"
+)
+
+// This file is the view a person reads: what every command prints instead
+// of its JSON response when stdout is a terminal (or with -o text). The
+// JSON path never comes here: respond branches once, on globals.human, and
+// everything below only reads the same response values the JSON encodes.
+
+// Output formats of -o/--format.
+const (
+	formatJSON = "json"
+	formatText = "text"
+)
+
+// chooseFormat decides, once per command line, whether the answer is for
+// a person. -o/--format and --json force it; otherwise a terminal on
+// stdout means a person.
+func chooseFormat(env *Env, g *globals) error {
+	switch g.format {
+	case "":
+		g.human = env.StdoutIsTerminal && !g.json
+	case formatJSON:
+		g.human = false
+	case formatText, "table":
+		if g.json {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "--json and -o %s contradict each other; give one", g.format).With("field", "format")
+		}
+		g.human = true
+	default:
+		return protocol.Errorf(protocol.CodeInvalidRequest, "-o/--format %q: want json or text", g.format).With("field", "format")
+	}
+	return nil
+}
+
+// palette colours a person's view: on a terminal only, never with
+// NO_COLOR set (https://no-color.org), never when forced into a pipe.
+type palette struct{ on bool }
+
+func colours(env *Env, w io.Writer) palette {
+	if env.Getenv("NO_COLOR") != "" {
+		return palette{}
+	}
+	if w == env.Stdout {
+		return palette{on: env.StdoutIsTerminal}
+	}
+	f, ok := w.(*os.File)
+	return palette{on: ok && isTerminal(f)}
+}
+
+func (p palette) paint(code, s string) string {
+	if !p.on || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (p palette) bold(s string) string { return p.paint("1", s) }
+func (p palette) dim(s string) string  { return p.paint("2", s) }
+func (p palette) red(s string) string  { return p.paint("31", s) }
+
+// status colours a status by what it asks of a person: green runs, yellow
+// is in between, red needs a look, plain has ended as asked.
+func (p palette) status(s string) string {
+	switch s {
+	case state.StatusRunning, wait.OutcomeSatisfied:
+		return p.paint("32", s)
+	case state.StatusSettling, wait.OutcomeTimeout:
+		return p.paint("33", s)
+	case state.StatusNeedsReconciliation, state.StatusTimedOut, state.StatusOutputLimit, wait.OutcomeUnavailable, wait.OutcomeProcessEnded:
+		return p.paint("31", s)
+	}
+	return s
+}
+
+// render writes the person's view of a response. A response with no view
+// of its own is shown as indented JSON.
+func render(env *Env, g *globals, v any) error {
+	w := env.Stdout
+	p := colours(env, w)
+	now := env.Now()
+	var b strings.Builder
+	switch r := v.(type) {
+	case *startResponse:
+		viewStart(&b, p, r)
+	case *monitorView:
+		viewMonitor(&b, p, now, r)
+	case listResponse:
+		viewList(&b, p, now, r)
+	case *logsResponse:
+		// The text as it was printed; what is cut goes to stderr, so the
+		// text itself stays the service's own.
+		if _, err := io.WriteString(w, r.Text); err != nil {
+			return err
+		}
+		if r.OutputTruncated {
+			fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(truncationNote(r)))
+		}
+		return nil
+	case *receiptView:
+		viewReceipt(&b, p, *r)
+	case *cancelManyResponse:
+		for _, rv := range r.Monitors {
+			viewReceipt(&b, p, rv)
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintf(&b, "%s  %s: %s\n", e.MonitorID, p.red(string(e.Error.Code)), e.Error.Message)
+		}
+		if len(r.Monitors)+len(r.Errors) == 0 {
+			b.WriteString("nothing to cancel: no live monitor in the run\n")
+		}
+	case *waitResponse:
+		viewWait(&b, p, r)
+	case configureResponse:
+		viewConfigure(&b, p, r)
+	case runView:
+		viewRun(&b, p, now, &r)
+	case *runView:
+		viewRun(&b, p, now, r)
+	case *runEndResponse:
+		fmt.Fprintf(&b, "run %s ended; it starts nothing more\n", r.RunID)
+		for _, rv := range r.Monitors {
+			viewReceipt(&b, p, rv)
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintf(&b, "%s  %s: %s\n", e.MonitorID, p.red(string(e.Error.Code)), e.Error.Message)
+		}
+	default:
+		return protocol.WriteJSON(w, v, true)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// reportError is the person's view of an error: one line on stderr that
+// says what happened and what to do next.
+func reportError(env *Env, pe *protocol.Error) {
+	p := colours(env, env.Stderr)
+	msg := strings.Join(strings.Fields(pe.Message), " ")
+	if hint := nextStep(pe); hint != "" && !strings.Contains(msg, "procmon ") {
+		msg += "; " + hint
+	}
+	fmt.Fprintf(env.Stderr, "%s %s %s\n", p.red("procmon:"), msg, p.dim("("+string(pe.Code)+")"))
+}
+
+// nextStep is the step to suggest after an error whose message names none.
+func nextStep(pe *protocol.Error) string {
+	switch pe.Code {
+	case protocol.CodeUnknownMonitor:
+		return "see procmon list"
+	case protocol.CodeMonitorsDisabled:
+		return "enable them with: procmon configure --enable"
+	case protocol.CodeNeedsReconciliation:
+		return "settle it with: procmon reconcile ID"
+	case protocol.CodeInvalidRequest, protocol.CodeInvalidCondition:
+		return "see procmon --help"
+	}
+	return ""
+}
+
+func viewStart(b *strings.Builder, p palette, r *startResponse) {
+	fmt.Fprintf(b, "started %s %s (pid %d, command %d of run %s): %s\n",
+		p.bold(labelOf(r.Name, r.MonitorID)), r.MonitorID, r.PID, r.CommandOrdinal, r.RunID, shellQuote(r.Argv))
+	for _, w := range r.Warnings {
+		fmt.Fprintf(b, "  warning: %s\n", w)
+	}
+}
+
+// labelOf is what a person calls a monitor: its name, else its short id.
+func labelOf(name, id string) string {
+	if name != "" {
+		return name
+	}
+	return shortID(id)
+}
+
+// shortIDLen is how much of an id the views show: m_ and 8 characters
+// tell apart thousands of monitors, and any unique prefix is accepted
+// back (see resolveMonitorArg).
+const shortIDLen = 10
+
+func shortID(id string) string {
+	if len(id) > shortIDLen {
+		return id[:shortIDLen]
+	}
+	return id
+}
+
+// statusText is a status with what ended it: the exit code or signal, or
+// the reason a monitor was stopped.
+func statusText(status string, exitCode *int, signal *string, reason string) string {
+	switch {
+	case exitCode != nil:
+		return fmt.Sprintf("%s (%d)", status, *exitCode)
+	case signal != nil:
+		return status + " (" + *signal + ")"
+	case reason != "" && reason != status:
+		return status + " (" + reason + ")"
+	}
+	return status
+}
+
+func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
+	status := statusText(v.Status, v.ExitCode, v.Signal, "")
+	fmt.Fprintf(b, "%s  %s  %s  started %s ago\n", p.bold(labelOf(v.Name, v.MonitorID)), v.MonitorID, p.status(status), age(now, v.StartedAtMs))
+	row := func(k, format string, a ...any) { fmt.Fprintf(b, "  %-9s "+format+"\n", append([]any{k}, a...)...) }
+	row("argv", "%s", shellQuote(v.Argv))
+	row("cwd", "%s", v.Cwd)
+	row("pid", "%d (group %d)", v.PID, v.PGID)
+	row("run", "%s, command %d", v.RunID, v.CommandOrdinal)
+	row("output", "%s captured", byteCount(v.CapturedBytes))
+	if v.WorkDeadlineMs != nil && v.Receipt == nil {
+		row("deadline", "in %s", until(now, *v.WorkDeadlineMs))
+	}
+	if v.Why != "" {
+		row("why", "%s", v.Why)
+	}
+	if r := v.Receipt; r != nil {
+		row("ended", "%s ago: %s", age(now, r.FinishedAtMs), receiptSummary(*r))
+	}
+	for _, e := range []string{v.LogError, v.StateError} {
+		if e != "" {
+			row("error", "%s", p.red(e))
+		}
+	}
+	switch v.Status {
+	case state.StatusRunning:
+		fmt.Fprintf(b, "%s\n", p.dim("  next: procmon logs -f "+shortID(v.MonitorID)+"   procmon cancel "+shortID(v.MonitorID)))
+	case state.StatusNeedsReconciliation:
+		fmt.Fprintf(b, "%s\n", p.dim("  next: procmon reconcile "+v.MonitorID))
+	}
+}
+
+// receiptSummary says in words what a receipt proves.
+func receiptSummary(r state.Receipt) string {
+	var parts []string
+	parts = append(parts, "reason "+r.Reason)
+	for _, s := range r.Signals {
+		parts = append(parts, fmt.Sprintf("sent %s to %d", s.Signal, s.Targets))
+	}
+	if r.GroupEmptyVerified {
+		parts = append(parts, "group empty (verified)")
+	} else {
+		parts = append(parts, "group NOT verified empty")
+	}
+	if r.OutputDrained {
+		parts = append(parts, "output drained")
+	}
+	if len(r.KillUnconfirmed) > 0 {
+		parts = append(parts, fmt.Sprintf("kill unconfirmed for pids %v", r.KillUnconfirmed))
+	}
+	if r.Containment != "" && r.Containment != "complete" {
+		parts = append(parts, "containment "+r.Containment)
+	}
+	if r.Custody != "" && r.Custody != state.CustodyGuardian {
+		parts = append(parts, "custody "+r.Custody)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func viewReceipt(b *strings.Builder, p palette, r receiptView) {
+	if r.Receipt == nil {
+		fmt.Fprintf(b, "%s  no receipt\n", r.MonitorID)
+		return
+	}
+	fmt.Fprintf(b, "%s  %s\n", p.bold(r.MonitorID), p.status(statusText(r.Status, r.ExitCode, r.Signal, r.Reason)))
+	fmt.Fprintf(b, "  %s\n", receiptSummary(*r.Receipt))
+	if r.StateError != "" {
+		fmt.Fprintf(b, "  error: %s\n", p.red(r.StateError))
+	}
+}
+
+func viewList(b *strings.Builder, p palette, now time.Time, r listResponse) {
+	ids := make([]string, 0, len(r.Monitors))
+	for _, row := range r.Monitors {
+		ids = append(ids, row.MonitorID)
+	}
+	short := uniquePrefixes(ids, shortIDLen)
+	t := table{header: []string{"MONITOR", "RUN", "STATUS", "NAME", "AGE", "ARGV"}}
+	for i, row := range r.Monitors {
+		if row.Error != nil {
+			t.add([]string{short[i], "-", string(row.Error.Code), "-", "-", row.Error.Message}, p.red)
+			continue
+		}
+		v := row.monitorView
+		status := statusText(v.Status, v.ExitCode, v.Signal, "")
+		paint := func(s string) string { return p.status(v.Status) + s[len(v.Status):] }
+		if !p.on {
+			paint = nil
+		}
+		t.add([]string{short[i], v.RunID, status, dash(v.Name), age(now, v.StartedAtMs), shellQuote(v.Argv)}, paint)
+	}
+	t.write(b)
+	if len(r.Monitors) == 0 {
+		fmt.Fprintf(b, "%s\n", p.dim("no monitors; start one with: procmon start COMMAND [ARGS...]"))
+	}
+}
+
+// table aligns columns by their visible width, so that colour codes never
+// shift a column. Only the status column is painted.
+type table struct {
+	header []string
+	rows   [][]string
+	paints []func(string) string
+}
+
+func (t *table) add(cells []string, paint func(string) string) {
+	t.rows = append(t.rows, cells)
+	t.paints = append(t.paints, paint)
+}
+
+func (t *table) write(b *strings.Builder) {
+	widths := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	line := func(cells []string, paint func(string) string) {
+		for i, c := range cells {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i == 2 && paint != nil {
+				c = paint(c)
+			}
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c + pad + "  ")
+		}
+		b.WriteString("\n")
+	}
+	line(t.header, nil)
+	for i, r := range t.rows {
+		line(r, t.paints[i])
+	}
+}
+
+// uniquePrefixes shortens each id to at least least characters and as many
+// more as it takes to tell it from every other id listed.
+func uniquePrefixes(ids []string, least int) []string {
+	sorted := append([]string(nil), ids...)
+	sort.Strings(sorted)
+	need := map[string]int{}
+	for i, id := range sorted {
+		n := least
+		for _, other := range []int{i - 1, i + 1} {
+			if other >= 0 && other < len(sorted) && sorted[other] != id {
+				n = max(n, commonPrefix(id, sorted[other])+1)
+			}
+		}
+		need[id] = n
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[:min(need[id], len(id))]
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func viewWait(b *strings.Builder, p palette, r *waitResponse) {
+	o := r.Observation
+	elapsed := time.Duration(o.ElapsedMs) * time.Millisecond
+	fmt.Fprintf(b, "%s after %s: %s on %s\n", p.status(r.Outcome), shortDuration(elapsed), conditionText(r.Condition), r.MonitorID)
+	switch {
+	case o.MatchOffset != nil:
+		fmt.Fprintf(b, "  matched at byte %d of the output\n", *o.MatchOffset)
+	case o.SHA256 != "":
+		fmt.Fprintf(b, "  %s: %s, sha256 %s\n", o.Path, byteCount(derefInt64(o.Size)), o.SHA256)
+	}
+	if o.ScannedBytes != nil && o.MatchOffset == nil {
+		fmt.Fprintf(b, "  %s of output read, not matched\n", byteCount(*o.ScannedBytes))
+	}
+	fmt.Fprintf(b, "  status %s\n", p.status(statusText(o.Status, o.ExitCode, o.Signal, o.Reason)))
+	if o.Why != "" {
+		fmt.Fprintf(b, "  why: %s\n", o.Why)
+	}
+	if o.Refusal != "" {
+		fmt.Fprintf(b, "  refused: %s\n", o.Refusal)
+	}
+	if len(o.LogTail) > 0 {
+		fmt.Fprintf(b, "  last lines:\n")
+		for _, l := range o.LogTail {
+			fmt.Fprintf(b, "    %s\n", l)
+		}
+	}
+	if r.Outcome == wait.OutcomeTimeout {
+		fmt.Fprintf(b, "%s\n", p.dim("  the service keeps running: procmon logs "+shortID(r.MonitorID)))
+	}
+}
+
+func conditionText(c wait.Condition) string {
+	switch c.Kind {
+	case wait.KindOutput:
+		return "output " + strconv.Quote(c.Text)
+	case wait.KindFile:
+		return "file " + c.Path
+	}
+	return c.Kind
+}
+
+func derefInt64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func viewConfigure(b *strings.Builder, p palette, r configureResponse) {
+	if r.MonitorsEnabled {
+		fmt.Fprintf(b, "monitors %s; settings in %s\n", p.paint("32", "enabled"), r.StateDir)
+	} else {
+		fmt.Fprintf(b, "monitors %s; settings in %s\n", p.red("disabled"), r.StateDir)
+	}
+	sb := r.Settings.Sandbox
+	limit := func(n *int64, unit string) string {
+		if n == nil {
+			return "none"
+		}
+		return strconv.FormatInt(*n, 10) + unit
+	}
+	wd := "none"
+	if sb.WorkDuration != nil {
+		wd = limit(sb.WorkDuration.TimeoutSeconds, " s")
+	}
+	fmt.Fprintf(b, "  work deadline per run   %s\n", wd)
+	fmt.Fprintf(b, "  deadline per service    %s\n", limit(sb.MonitorTimeoutSeconds, " s"))
+	fmt.Fprintf(b, "  output per service      %s\n", limit(sb.MaxOutputBytes, " bytes"))
+	fmt.Fprintf(b, "  starts per run          %s\n", limit(sb.CommandLimit, ""))
+	fmt.Fprintf(b, "  owner grace             %d s\n", r.Settings.OwnerGraceSeconds())
+}
+
+func viewRun(b *strings.Builder, p palette, now time.Time, r *runView) {
+	activity := "active"
+	if r.EndedAtMs != nil {
+		activity = "ended (" + r.EndReason + ")"
+	}
+	limit := "no limit"
+	if l := r.Policy.Sandbox.CommandLimit; l != nil {
+		limit = "of " + strconv.FormatInt(*l, 10)
+	}
+	fmt.Fprintf(b, "run %s  %s  created %s ago, %d starts used %s\n", p.bold(r.RunID), activity, age(now, r.CreatedAtMs), r.BudgetUsed, limit)
+}
+
+func truncationNote(r *logsResponse) string {
+	for _, t := range r.Truncation {
+		if t == state.TruncWindow {
+			return fmt.Sprintf("(showing bytes %d to %d of %d; more with --offset or --tail)", r.Offset, r.NextOffset, r.StreamBytes)
+		}
+	}
+	return "(output cut: " + strings.Join(r.Truncation, ", ") + ")"
+}
+
+// age is how long ago a moment in ms was, as a person reads it: 42s,
+// 3m12s, 2h5m, 3d4h.
+func age(now time.Time, ms int64) string {
+	return shortDuration(now.Sub(time.UnixMilli(ms)))
+}
+
+func until(now time.Time, ms int64) string {
+	return shortDuration(time.UnixMilli(ms).Sub(now))
+}
+
+func shortDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < 10*time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// byteCount is a size as a person reads it.
+func byteCount(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10) + " B"
+	case n < 1000*1000:
+		return strconv.FormatFloat(float64(n)/1000, 'f', 1, 64) + " kB"
+	case n < 1000*1000*1000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " MB"
+	}
+	return strconv.FormatFloat(float64(n)/1e9, 'f', 1, 64) + " GB"
+}
+
+// shellQuote writes argv as a person would type it in a POSIX shell.
+func shellQuote(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = quoteArg(a)
+	}
+	return strings.Join(out, " ")
+}
+
+func quoteArg(a string) string {
+	if a == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range a {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./-_", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}

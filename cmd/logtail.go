@@ -1,0 +1,150 @@
+//go:build linux
+
+package cmd
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/proc"
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+// followTailLines is where logs --follow starts by default, as tail -f
+// does: the last 10 lines.
+const followTailLines = 10
+
+// maxTailBytes bounds how much text --tail returns in one answer.
+const maxTailBytes = 16 << 20
+
+// startFrom turns --tail and --since (and the default of --follow) into
+// the request's offset: the logs protocol has byte offsets only, and a
+// person counts lines or time.
+func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string, follow bool) error {
+	if req.Offset != nil && (tail != "" || since != "") {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "--offset is a byte of the stream; give it or --tail/--since, not both (see %s --help)", c.CommandPath())
+	}
+	if tail != "" && since != "" {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "give --tail or --since, not both")
+	}
+	if req.MonitorID == "" {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+	}
+	dir, o, err := observeFor(env, req.MonitorID, "process_logs")
+	if err != nil {
+		return err
+	}
+	final := o.Terminal() || o.Status == state.StatusNeedsReconciliation
+	var off int64
+	switch {
+	case since != "":
+		if off, err = sinceOffset(env, dir, o, since, final); err != nil {
+			return err
+		}
+	case tail == "all":
+	default:
+		lines := followTailLines
+		if tail != "" {
+			if lines, err = strconv.Atoi(tail); err != nil || lines < 0 {
+				return protocol.Errorf(protocol.CodeInvalidRequest, "--tail %q: want a number of lines, or all", tail).With("field", "tail")
+			}
+		}
+		if off, err = tailOffset(dir, req.MonitorID, lines, final); err != nil {
+			return err
+		}
+	}
+	req.Offset = &off
+	if req.MaxBytes == nil && !follow {
+		w, err := dir.ReadLogWindow(req.MonitorID, &off, 4, final)
+		if err != nil {
+			return err
+		}
+		if rest := w.StreamBytes - off; rest > defaultLogBytes {
+			n := min(rest, maxTailBytes)
+			req.MaxBytes = &n
+		}
+	}
+	return nil
+}
+
+// tailOffset is the byte of the redacted stream where its last n lines
+// begin (a last line without its newline counts as one), reading back
+// from the end in growing windows.
+func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
+	for window := int64(64 << 10); ; window *= 4 {
+		w, err := dir.ReadLogWindow(id, nil, window, final)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return w.StreamBytes, nil
+		}
+		text := strings.TrimSuffix(w.Text, "\n")
+		for i, seen := len(text)-1, 0; i >= 0; i-- {
+			if text[i] == '\n' {
+				if seen++; seen == n {
+					return w.Offset + int64(i) + 1, nil
+				}
+			}
+		}
+		if w.Offset == 0 || window >= w.StreamBytes {
+			return w.Offset, nil
+		}
+	}
+}
+
+// sinceOffset is where output written since a time begins, as far as
+// procmon can tell: it stores the stream, not a time for each line, so
+// it knows only the service's start and the log's last write.
+func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, final bool) (int64, error) {
+	now := env.Now()
+	t, err := parseSince(now, since)
+	if err != nil {
+		return 0, err
+	}
+	m := o.Monitor
+	started := time.UnixMilli(m.StartedAtMs)
+	if !t.After(started) {
+		return 0, nil
+	}
+	fi, err := os.Lstat(filepath.Join(dir.MonitorDir(m.MonitorID), state.LogName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, protocol.Errorf(protocol.CodeInternal, "log of %s: %w", m.MonitorID, err)
+	}
+	if t.After(fi.ModTime()) {
+		w, err := dir.ReadLogWindow(m.MonitorID, nil, 4, final)
+		if err != nil {
+			return 0, err
+		}
+		return w.StreamBytes, nil
+	}
+	return 0, protocol.Errorf(protocol.CodeInvalidRequest,
+		"--since %s: procmon stores no time for each line, only that %s started %s ago and last wrote %s ago; --since can pick all of its output or only what comes next, so use --tail N for the last lines",
+		since, labelOf(m.Name, m.MonitorID), shortDuration(now.Sub(started)), shortDuration(now.Sub(fi.ModTime()))).With("field", "since")
+}
+
+// parseSince reads a duration ago (5m, 90s, 0s: from now on) or a time
+// in RFC 3339.
+func parseSince(now time.Time, since string) (time.Time, error) {
+	if d, err := time.ParseDuration(since); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if n, err := strconv.ParseInt(since, 10, 64); err == nil && n >= 0 {
+		return now.Add(-time.Duration(n) * time.Second), nil
+	}
+	if t, err := time.Parse(time.RFC3339, since); err == nil {
+		return t, nil
+	}
+	return time.Time{}, protocol.Errorf(protocol.CodeInvalidRequest, "--since %q: want a duration ago (30s, 5m, 1h) or a time like 2006-01-02T15:04:05Z", since).With("field", "since")
+}

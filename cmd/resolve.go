@@ -1,0 +1,139 @@
+//go:build linux
+
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+// Monitors named by hand. A person calls a monitor by the --name it was
+// started with or by the first characters of its id, as shown by list;
+// both are resolved here, on the command line only, to the exact id the
+// request carries. A request read from stdin is never resolved: the JSON
+// protocol takes exact ids.
+
+// addNameFlag adds --name to a command that takes a monitor id.
+func addNameFlag(c *cobra.Command, env *Env, name *string) {
+	c.Flags().StringVar(name, "name", "", "the run's live monitor started with this --name (instead of an id)")
+	c.RegisterFlagCompletionFunc("name", completeNames(env))
+}
+
+// monitorArgs resolves the monitors a command line names: its arguments
+// (exact ids or unique id prefixes) and --name.
+func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, error) {
+	ids := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		id, err := resolveMonitorArg(env, a)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if name != "" {
+		id, err := resolveName(env, g, name)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// resolveMonitorArg turns a unique id prefix ("m_3kq9", or "3kq9") into
+// the id. An exact id, or anything that matches no monitor, is returned
+// as it is, so the command answers for it exactly as it always has
+// (unknown_monitor, or invalid_request for what is no id at all).
+func resolveMonitorArg(env *Env, arg string) (string, error) {
+	if state.ValidMonitorID(arg) == nil || !idPrefixLike(arg) {
+		return arg, nil
+	}
+	path, err := state.Resolve(env.Getenv)
+	if err != nil {
+		return arg, nil
+	}
+	ids, _ := (&state.Dir{Path: path}).MonitorIDs()
+	prefix := "m_" + strings.TrimPrefix(arg, "m_")
+	var matches []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, prefix) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return arg, nil
+	case 1:
+		return matches[0], nil
+	}
+	return "", protocol.Errorf(protocol.CodeInvalidRequest, "%q is the start of %d monitor ids (%s); give more of the id", arg, len(matches), strings.Join(matches, ", ")).
+		With("field", "monitor_id").With("candidates", matches)
+}
+
+// idPrefixLike reports whether s could be the start of a monitor id.
+func idPrefixLike(s string) bool {
+	rest := strings.TrimPrefix(s, "m_")
+	if rest == "" || len(rest) > 32 {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveName finds the selected run's monitor started with --name name.
+// Names are labels, not keys: several monitors may carry one. The live
+// one (no receipt yet) is meant, and two live ones are refused, listing
+// both; when none is live, the one started last, so that the logs and
+// status of a service that just ended are still one name away.
+func resolveName(env *Env, g *globals, name string) (string, error) {
+	runID, err := selectedRun(env, g)
+	if err != nil {
+		return "", err
+	}
+	path, err := state.Resolve(env.Getenv)
+	if err != nil {
+		return "", err
+	}
+	dir := &state.Dir{Path: path}
+	ids, _ := dir.MonitorIDs()
+	var live, ended []*state.Monitor
+	for _, id := range ids {
+		m, err := dir.LoadMonitor(id)
+		if err != nil || m.RunID != runID || m.Name != name || m.Phase == state.PhaseStarting {
+			continue
+		}
+		if m.Receipt == nil {
+			live = append(live, m)
+		} else {
+			ended = append(ended, m)
+		}
+	}
+	switch {
+	case len(live) == 1:
+		return live[0].MonitorID, nil
+	case len(live) > 1:
+		sort.Slice(live, func(i, j int) bool { return live[i].StartedAtMs < live[j].StartedAtMs })
+		var cands []string
+		var desc []string
+		for _, m := range live {
+			cands = append(cands, m.MonitorID)
+			desc = append(desc, fmt.Sprintf("%s (%s)", m.MonitorID, shellQuote(m.Argv)))
+		}
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "--name %q is ambiguous: %d live monitors of run %s carry it: %s; give the id instead", name, len(live), runID, strings.Join(desc, ", ")).
+			With("field", "name").With("candidates", cands)
+	case len(ended) > 0:
+		sort.Slice(ended, func(i, j int) bool { return ended[i].StartedAtMs > ended[j].StartedAtMs })
+		return ended[0].MonitorID, nil
+	}
+	return "", protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor of run %s is named %q; see procmon list", runID, name).With("name", name).With("run_id", runID)
+}
