@@ -60,13 +60,6 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
-	if pe := checkLimits(); pe != nil {
-		if g := early.TakeLaunched(); g != nil {
-			g.Abandon()
-		}
-		protocol.WriteJSON(os.Stdout, pe.Object(), false)
-		return pe.Code.ExitStatus()
-	}
 	env := defaultEnv()
 	if early := launchEarly(); early != nil {
 		env.early = early
