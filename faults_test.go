@@ -835,3 +835,26 @@ func TestFaultsFullDisk(t *testing.T) {
 	}
 	l.settle()
 }
+
+// TestFaultsDescriptorLimits runs commands under every file descriptor
+// limit from 4 up: each answers one typed JSON object (a limit too low to
+// work with is refused as such), and running out of descriptors is never
+// taken for a damaged or unsafe state directory.
+func TestFaultsDescriptorLimits(t *testing.T) {
+	l := newFaultLab(t, 30, 1000)
+	started, _ := l.run("start", "--", "sleeper")
+	id := started.Get("monitor_id").String()
+	for n := 4; n <= 48; n++ {
+		for _, args := range [][]string{{"status", id}, {"list"}, {"logs", id}, {"start", "--", "sleeper"}} {
+			c := l.command("", "sh", "-c", fmt.Sprintf(`ulimit -n %d && exec procmon "$@"`, n), "sh")
+			c.Args = append([]string{"sh", "-c", fmt.Sprintf(`ulimit -n %d && exec procmon "$@"`, n), "sh"}, args...)
+			c.Path = "/bin/sh"
+			r, _ := l.answer(c)
+			switch code := r.Get("error.code").String(); code {
+			case string(protocol.CodeStateUnsafe), string(protocol.CodeStateCorrupt):
+				t.Fatalf("procmon %v under ulimit -n %d answered %s: running out of descriptors says nothing of the state directory", args, n, r.Raw)
+			}
+		}
+	}
+	l.settle()
+}

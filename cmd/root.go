@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"procmon/internal/early"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 )
@@ -59,6 +60,13 @@ func defaultEnv() *Env {
 func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
+	}
+	if pe := checkLimits(); pe != nil {
+		if g := early.TakeLaunched(); g != nil {
+			g.Abandon()
+		}
+		protocol.WriteJSON(os.Stdout, pe.Object(), false)
+		return pe.Code.ExitStatus()
 	}
 	env := defaultEnv()
 	if early := launchEarly(); early != nil {

@@ -97,10 +97,26 @@ func typeName(typ uint32) string {
 // openFlags are added to every open in the state directory.
 const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
+// resourceErr says so when err means that the machine, not the state
+// directory, stopped an operation on path: out of file descriptors or of
+// memory. Nothing about the file is known then, so it is neither unsafe
+// nor corrupt.
+func resourceErr(op, path string, err error) error {
+	for _, errno := range []unix.Errno{unix.EMFILE, unix.ENFILE, unix.ENOMEM, unix.ENOBUFS} {
+		if errors.Is(err, errno) {
+			return protocol.Errorf(protocol.CodeInternal, "%s %s: %v; the file was not looked at", op, path, errno).With("path", path)
+		}
+	}
+	return nil
+}
+
 // openErr turns the error of an open of path into procmon's answer: a
 // missing entry stays fs.ErrNotExist, for the caller to name; a symbolic
 // link or a non-directory where a directory should be is state_unsafe.
 func openErr(path string, err error) error {
+	if e := resourceErr("open", path, err); e != nil {
+		return e
+	}
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
@@ -225,6 +241,9 @@ func readTrusted(root, dir, name string) ([]byte, error) {
 	// read no further than the bound.
 	data, err := io.ReadAll(io.LimitReader(f, maxRecordBytes+1))
 	if err != nil {
+		if e := resourceErr("read", f.Name(), err); e != nil {
+			return nil, e
+		}
 		return nil, protocol.Errorf(protocol.CodeStateCorrupt, "read %s: %w", f.Name(), err).With("path", f.Name())
 	}
 	if len(data) > maxRecordBytes {
