@@ -164,6 +164,7 @@ Start with: procmon configure --enable`,
 		newReconcileCmd(env, g),
 		newRunCmd(env, g),
 		newLogsCmd(env, g),
+		newExecCmd(env, g),
 	)
 	typeErrors(root)
 	return root
