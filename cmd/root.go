@@ -165,6 +165,7 @@ Start with: procmon configure --enable`,
 		newRunCmd(env, g),
 		newLogsCmd(env, g),
 		newExecCmd(env, g),
+		newSchemaCmd(env, g),
 	)
 	typeErrors(root)
 	return root

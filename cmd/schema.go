@@ -1,0 +1,129 @@
+//go:build linux
+
+package cmd
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"procmon/internal/protocol"
+	"procmon/internal/schema"
+)
+
+// schemaSet is the contract of one command: its request, its response
+// and its error, each a standalone JSON Schema document.
+type schemaSet struct {
+	Command     string        `json:"command"`
+	Tool        string        `json:"tool,omitempty"`
+	Description string        `json:"description"`
+	Request     schema.Schema `json:"request"`
+	Response    schema.Schema `json:"response"`
+	Error       schema.Schema `json:"error"`
+}
+
+type schemaRequest struct {
+	Command string `json:"command,omitempty"`
+}
+
+const schemaIDBase = "https://procmon.invalid/schema/"
+
+// schemaSets derives every command's schemas from its Go types, once.
+var schemaSets = sync.OnceValues(func() ([]schemaSet, error) {
+	errSchema, err := schemaCatalog.For(reflect.TypeFor[protocol.ErrorObject]())
+	if err != nil {
+		return nil, err
+	}
+	var out []schemaSet
+	for _, c := range commandSchemas {
+		id := schemaIDBase + strings.ReplaceAll(c.Command, " ", "-")
+		set := schemaSet{Command: c.Command, Tool: c.Tool, Description: c.Description}
+		if c.Request != nil {
+			s, err := schemaCatalog.For(c.Request)
+			if err != nil {
+				return nil, err
+			}
+			set.Request = schema.Document(s, id+"/request", "procmon "+c.Command+" request",
+				`The object inside {"request": ...} on stdin (for an MCP tool: its arguments). `+c.Description)
+		}
+		var resp schema.Schema
+		if c.Response != nil {
+			if resp, err = schemaCatalog.For(c.Response); err != nil {
+				return nil, err
+			}
+		} else {
+			var anyOf []any
+			for _, t := range c.ResponseAnyOf {
+				s, err := schemaCatalog.For(t)
+				if err != nil {
+					return nil, err
+				}
+				anyOf = append(anyOf, s)
+			}
+			resp = schema.Schema{"anyOf": anyOf}
+		}
+		set.Response = schema.Document(resp, id+"/response", "procmon "+c.Command+" response",
+			"The one JSON object procmon "+c.Command+" writes on stdout when it answers (exit status 0, whatever the outcome).")
+		set.Error = schema.Document(errSchema, id+"/error", "procmon "+c.Command+" error",
+			"The one JSON object procmon "+c.Command+" writes on stdout when it fails, with a non-zero exit status; as an MCP tool error, the text of its content.")
+		out = append(out, set)
+	}
+	return out, nil
+})
+
+// findSchema returns the schemas of a command, named by command ("run
+// new") or by agent tool ("start_process").
+func findSchema(name string) (*schemaSet, error) {
+	sets, err := schemaSets()
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "derive schemas: %w", err)
+	}
+	var names []string
+	for i := range sets {
+		if sets[i].Command == name || sets[i].Tool != "" && sets[i].Tool == name {
+			return &sets[i], nil
+		}
+		names = append(names, sets[i].Command)
+	}
+	return nil, protocol.Errorf(protocol.CodeInvalidRequest, "no command %q; the commands are: %s", name, strings.Join(names, ", ")).With("field", "command")
+}
+
+func newSchemaCmd(env *Env, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema [COMMAND | TOOL]",
+		Short: "Print the JSON Schemas of the requests, responses and errors",
+		Long: `Print the JSON Schemas (draft 2020-12) of every command's request, response
+and error, with descriptions for a model to read. With a command ("start",
+"run new") or an agent tool ("start_process", "execute_command"), only its
+schemas. They are derived from the types procmon decodes and encodes.
+
+  procmon schema wait --pretty
+  procmon schema execute_command | jq .request`,
+		RunE: func(c *cobra.Command, args []string) error {
+			var req schemaRequest
+			if len(args) > 0 {
+				req.Command = strings.Join(args, " ")
+			} else if !env.StdinIsTerminal {
+				if err := protocol.ReadRequest(env.Stdin, &req); err != nil && !emptyBody(err) {
+					return err
+				}
+			}
+			if req.Command != "" {
+				set, err := findSchema(req.Command)
+				if err != nil {
+					return err
+				}
+				return respond(env, g, set)
+			}
+			sets, err := schemaSets()
+			if err != nil {
+				return protocol.Errorf(protocol.CodeInternal, "derive schemas: %w", err)
+			}
+			return respond(env, g, struct {
+				Commands []schemaSet `json:"commands"`
+			}{sets})
+		},
+	}
+}
