@@ -312,8 +312,18 @@ func (g *guardian) discard(keepTrace bool) {
 // start does the rest, up to the durable running handoff: the child and
 // the first record. On error the child is gone and nothing is left but,
 // when the group could not be verified empty, the starting record.
-func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRedactor) (err error) {
+func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRedactor) (err error) {
 	g.spec = spec
+	defer func() {
+		// An error names argv[0] or the working directory, which may
+		// hold a secret.
+		if err == nil || err == errAbandoned {
+			return
+		}
+		if c := compiled(); c.err == nil {
+			err = redactError(err, c.redactor.String)
+		}
+	}()
 	opened := make(chan error, 1)
 	joined := false
 	keepTrace := false // something spawned may be left
@@ -363,11 +373,6 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	spawned := make(chan error, 1)
 	go g.custody(path, spawned)
 	if err := <-spawned; err != nil {
-		// The error names argv[0] and the working directory, which may
-		// hold a secret.
-		if c := <-compiled; c.err == nil {
-			return redactError(err, c.redactor.String)
-		}
 		return err
 	}
 	abort := func(err error) error {
@@ -382,7 +387,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled <-chan compiledRe
 	// The redactor sits between the pipe and the log: a raw secret never
 	// reaches the disk, and the secrets live only in this process. Until
 	// it is ready the child's output waits in the pipe.
-	c := <-compiled
+	c := compiled()
 	if c.err != nil {
 		return abort(protocol.Errorf(protocol.CodeInvalidRequest, "secrets: %w", c.err).With("field", "secrets"))
 	}
@@ -727,8 +732,9 @@ type compiledRedactor struct {
 
 // compileRedactor builds the redactor, in the background when it has
 // secrets to compile: without them it is the format rules alone, whose
-// tables are built into the binary (see redact/builtin.go).
-func compileRedactor(secrets []string) <-chan compiledRedactor {
+// tables are built into the binary (see redact/builtin.go). The function
+// it returns waits for it.
+func compileRedactor(secrets []string) func() compiledRedactor {
 	out := make(chan compiledRedactor, 1)
 	compile := func() {
 		r, err := redact.New(secrets)
@@ -739,5 +745,5 @@ func compileRedactor(secrets []string) <-chan compiledRedactor {
 	} else {
 		go compile()
 	}
-	return out
+	return sync.OnceValue(func() compiledRedactor { return <-out })
 }
