@@ -83,6 +83,7 @@ func TestScripts(t *testing.T) {
 			"plant":        cmdPlant,
 			"outside":      cmdOutside,
 			"bounded":      cmdBounded,
+			"pty":          cmdPty,
 		},
 	})
 }
