@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command inotifywaiter is the baseline for procmon wait in
 // bench/wait_latency.sh: the least a waiter must do to notice a text in a
 // plain file that another process writes. It is not part of procmon.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command redactprof measures the guardian's redaction step on its own, in
 // the guardian's shape: the text bench/writer produces, fed in 128 KiB
 // chunks (the guardian's read size) to one Stream of a Redactor built
