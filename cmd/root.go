@@ -166,6 +166,7 @@ Start with: procmon configure --enable`,
 		newLogsCmd(env, g),
 		newExecCmd(env, g),
 		newSchemaCmd(env, g),
+		newMCPCmd(env, g),
 	)
 	typeErrors(root)
 	return root

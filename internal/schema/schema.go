@@ -78,7 +78,7 @@ func (c *Catalog) typeSchema(t reflect.Type, missing *[]string) Schema {
 		return Schema{"type": "object", "additionalProperties": c.typeSchema(t.Elem(), missing)}
 	case reflect.Struct:
 		found := map[string]field{}
-		c.fields(t, found, 0, false, missing)
+		c.fields(t, t.Name(), found, 0, false, missing)
 		props := Schema{}
 		var required []string
 		for name, f := range found {
@@ -107,7 +107,11 @@ type field struct {
 // fields adds t's JSON fields to found, promoting those of embedded
 // structs as encoding/json does: of two fields with one name, the
 // shallower is encoded.
-func (c *Catalog) fields(t reflect.Type, found map[string]field, depth int, viaPointer bool, missing *[]string) {
+//
+// A field is looked up in the catalog as "Outer.field" (outer is the
+// struct being described, which may have promoted it), then as
+// "Type.field" (the struct declaring it), then by its JSON name.
+func (c *Catalog) fields(t reflect.Type, outer string, found map[string]field, depth int, viaPointer bool, missing *[]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -121,7 +125,7 @@ func (c *Catalog) fields(t reflect.Type, found map[string]field, depth int, viaP
 				et, ptr = et.Elem(), true
 			}
 			if et.Kind() == reflect.Struct {
-				c.fields(et, found, depth+1, viaPointer || ptr, missing)
+				c.fields(et, outer, found, depth+1, viaPointer || ptr, missing)
 				continue
 			}
 		}
@@ -131,26 +135,26 @@ func (c *Catalog) fields(t reflect.Type, found map[string]field, depth int, viaP
 		if name == "" {
 			name = f.Name
 		}
-		key := t.Name() + "." + name
+		keys := []string{outer + "." + name, t.Name() + "." + name, name}
 		var s Schema
-		if o, ok := c.lookupSchema(key, name); ok {
+		if o, ok := lookup(c.Override, keys); ok {
 			s = clone(o)
 		} else {
 			s = c.typeSchema(f.Type, missing)
 		}
-		if values, ok := c.lookupEnum(key, name); ok {
+		if values, ok := lookup(c.Enums, keys); ok {
 			target := s
 			if items, ok := s["items"].(Schema); ok {
 				target = items
 			}
 			target["enum"] = values
 		}
-		desc := c.TypeFields[key]
+		desc, _ := lookup(c.TypeFields, keys[:2])
 		if desc == "" {
 			desc = c.Fields[name]
 		}
 		if desc == "" {
-			*missing = append(*missing, key)
+			*missing = append(*missing, keys[1])
 		}
 		s["description"] = desc
 		if prev, ok := found[name]; ok && prev.depth <= depth {
@@ -160,20 +164,15 @@ func (c *Catalog) fields(t reflect.Type, found map[string]field, depth int, viaP
 	}
 }
 
-func (c *Catalog) lookupSchema(key, name string) (Schema, bool) {
-	if s, ok := c.Override[key]; ok {
-		return s, true
+// lookup returns the entry of the first key m has.
+func lookup[V any](m map[string]V, keys []string) (V, bool) {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			return v, true
+		}
 	}
-	s, ok := c.Override[name]
-	return s, ok
-}
-
-func (c *Catalog) lookupEnum(key, name string) ([]string, bool) {
-	if v, ok := c.Enums[key]; ok {
-		return v, true
-	}
-	v, ok := c.Enums[name]
-	return v, ok
+	var zero V
+	return zero, false
 }
 
 // nullable lets s be null as well.

@@ -1,0 +1,425 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"procmon/internal/state"
+)
+
+// agentSchemas loads procmon schema's output: every command's request,
+// response and error schema, compiled.
+type agentSchemas struct {
+	raw      map[string]map[string]any // command -> request|response|error -> schema
+	tools    map[string]string         // tool -> command
+	compiled map[string]*jsonschema.Schema
+}
+
+func loadSchemas(t *testing.T, procmon func(args ...string) *exec.Cmd) *agentSchemas {
+	t.Helper()
+	out := runProcmon(t, procmon, "schema")
+	var doc struct {
+		Commands []map[string]any `json:"commands"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := &agentSchemas{raw: map[string]map[string]any{}, tools: map[string]string{}, compiled: map[string]*jsonschema.Schema{}}
+	c := jsonschema.NewCompiler()
+	for _, set := range doc.Commands {
+		name := set["command"].(string)
+		s.raw[name] = map[string]any{}
+		if tool, _ := set["tool"].(string); tool != "" {
+			s.tools[tool] = name
+		}
+		for _, part := range []string{"request", "response", "error"} {
+			sch, ok := set[part].(map[string]any)
+			if !ok {
+				continue
+			}
+			s.raw[name][part] = sch
+			if err := c.AddResource(sch["$id"].(string), sch); err != nil {
+				t.Fatalf("%s %s: %v", name, part, err)
+			}
+			compiled, err := c.Compile(sch["$id"].(string))
+			if err != nil {
+				t.Fatalf("compile %s %s: %v", name, part, err)
+			}
+			s.compiled[name+" "+part] = compiled
+		}
+	}
+	return s
+}
+
+// check validates one JSON document against a command's schema part.
+func (s *agentSchemas) check(t *testing.T, command, part string, data []byte) {
+	t.Helper()
+	sch := s.compiled[command+" "+part]
+	if sch == nil {
+		t.Fatalf("no %s schema for %q", part, command)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", command, part, err, data)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Errorf("%s %s does not match its schema: %v\n%s", command, part, err, data)
+	}
+}
+
+// TestAgentSchemasDescribeRealResponses runs every command of the
+// contract for real and validates each response and error against the
+// schema procmon schema prints for it; a command left unexercised fails.
+func TestAgentSchemasDescribeRealResponses(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	cwd := t.TempDir()
+	procmon := procmonIn(t, stateDir, cwd)
+	schemas := loadSchemas(t, procmon)
+	seen := map[string]bool{}
+	// call runs a command line, with a request body when req is not nil,
+	// and validates its answer: the response when it exits 0, else the
+	// error.
+	call := func(command string, req any, args ...string) []byte {
+		t.Helper()
+		c := procmon(args...)
+		if req != nil {
+			body, _ := json.Marshal(map[string]any{"request": req})
+			c.Stdin = bytes.NewReader(body)
+			schemas.check(t, command, "request", mustJSON(t, req))
+		}
+		out, err := c.Output()
+		if err != nil {
+			schemas.check(t, command, "error", out)
+			seen[command+" error"] = true
+			return out
+		}
+		schemas.check(t, command, "response", out)
+		seen[command] = true
+		return out
+	}
+	field := func(out []byte, key string) string {
+		var m map[string]any
+		json.Unmarshal(out, &m)
+		return fmt.Sprint(m[key])
+	}
+
+	call("configure", nil, "configure", "--enable")
+	call("run new", nil, "run", "new")
+	call("run list", nil, "run", "list")
+	out := call("start", map[string]any{"argv": []string{"printer", "-stay", "ready now"}, "name": "web", "secrets": []string{"a-long-secret-1"}}, "start")
+	id := field(out, "monitor_id")
+	call("wait", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "output", "text": "ready now"}, "timeout_seconds": 30}, "wait")
+	call("wait", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "file", "path": "never.json"}, "timeout_seconds": 1}, "wait")
+	call("status", map[string]any{"monitor_id": id}, "status")
+	call("list", nil, "list")
+	call("logs", map[string]any{"monitor_id": id, "max_bytes": 5}, "logs")
+	call("exec", map[string]any{"argv": []string{"printer", "hello"}, "depends_on": []string{id}}, "exec")
+	call("exec", map[string]any{"argv": []string{"exitwith", "SIGTERM"}, "timeout_seconds": 30}, "exec")
+	call("cancel", map[string]any{"monitor_id": id, "grace_seconds": 1}, "cancel")
+	call("wait", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "exit"}}, "wait")
+	call("reconcile", map[string]any{"monitor_id": id}, "reconcile")
+	call("run show", nil, "run", "show")
+	call("run end", nil, "run", "end")
+	// Errors, each a typed object of the error schema.
+	call("status", map[string]any{"monitor_id": "m_00000000000000000000"}, "status")
+	call("exec", map[string]any{"argv": []string{"printer"}, "depends_on": []string{id}}, "exec")
+	call("start", nil, "start", "--name", "x")
+
+	for _, set := range []string{"configure", "run new", "run list", "run show", "run end", "start", "wait", "status", "list", "logs", "exec", "cancel", "reconcile", "status error", "exec error", "start error"} {
+		if !seen[set] {
+			t.Errorf("%s was never validated", set)
+		}
+	}
+	for command := range schemas.raw {
+		if !seen[command] {
+			t.Errorf("command %q has a schema but no real response was validated against it", command)
+		}
+	}
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind: %v", problems)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// freePort returns a TCP port nothing listens on at the moment.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// mcpClient connects an MCP client of the official SDK to procmon mcp.
+func mcpClient(t *testing.T, procmon func(args ...string) *exec.Cmd, progress chan<- *mcp.ProgressNotificationParams) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "procmon-test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if progress != nil {
+				select {
+				case progress <- req.Params:
+				default:
+				}
+			}
+		},
+	})
+	server := procmon("mcp")
+	server.Stderr = os.Stderr
+	session, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: server}, nil)
+	if err != nil {
+		t.Fatalf("connect to procmon mcp: %v", err)
+	}
+	return session, server
+}
+
+// callTool calls a tool and returns its structured result, failing on a
+// tool error; the result is validated against the tool's output schema.
+func callTool(t *testing.T, s *mcp.ClientSession, schemas *agentSchemas, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s: tool error %s", tool, res.Content[0].(*mcp.TextContent).Text)
+	}
+	data := mustJSON(t, res.StructuredContent)
+	command := schemas.tools[tool]
+	if tool == "process_status" {
+		command = "status"
+	}
+	schemas.check(t, command, "response", data)
+	var out map[string]any
+	json.Unmarshal(data, &out)
+	return out
+}
+
+// toolErrorCode calls a tool that must fail and returns its error code.
+func toolErrorCode(t *testing.T, s *mcp.ClientSession, schemas *agentSchemas, tool string, args map[string]any) string {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if !res.IsError {
+		t.Fatalf("%s succeeded: %v", tool, res.StructuredContent)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	schemas.check(t, schemas.tools[tool], "error", []byte(text))
+	var obj struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	json.Unmarshal([]byte(text), &obj)
+	return obj.Error.Code
+}
+
+// TestAgentMCPSession drives procmon mcp through the official SDK's
+// client as an agent would: list the tools, start a real web server, wait
+// for its readiness line, fetch a page with execute_command, read its
+// logs with the registered secret redacted, cancel it; then disconnect,
+// which drains what the session left running.
+func TestAgentMCPSession(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the session serves a real python3 -m http.server")
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	cwd := t.TempDir()
+	os.WriteFile(filepath.Join(cwd, "index.html"), []byte("<p>served under custody</p>\n"), 0o644)
+	procmon := procmonIn(t, stateDir, cwd)
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	progress := make(chan *mcp.ProgressNotificationParams, 16)
+	session, server := mcpClient(t, procmon, progress)
+	defer session.Close()
+
+	// The tools, with procmon schema's schemas.
+	tools, err := session.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		command := schemas.tools[tool.Name]
+		want := strip(schemas.raw[command]["request"].(map[string]any))
+		got := mustJSON(t, tool.InputSchema)
+		if tool.Name != "process_status" && !bytes.Equal(got, mustJSON(t, want)) {
+			t.Errorf("%s input schema is not procmon schema %s's request", tool.Name, command)
+		}
+		if tool.OutputSchema == nil || tool.Description == "" {
+			t.Errorf("%s has no output schema or description", tool.Name)
+		}
+	}
+	if got := strings.Join(names, ","); got != "cancel_process,execute_command,process_logs,process_status,start_process,wait_process" {
+		t.Fatalf("tools %s", got)
+	}
+
+	// Start, wait once, fetch, read the logs, cancel.
+	secret := "sk-test-0123456789abcdef"
+	port := freePort(t)
+	web := callTool(t, session, schemas, "start_process", map[string]any{
+		"argv":    []string{"python3", "-u", "-m", "http.server", fmt.Sprint(port), "--bind", "127.0.0.1"},
+		"secrets": []string{secret},
+		"name":    "web",
+	})
+	id := web["monitor_id"].(string)
+	ev := callTool(t, session, schemas, "wait_process", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "output", "text": "Serving HTTP"}, "timeout_seconds": 60})
+	if ev["outcome"] != "satisfied" {
+		t.Fatalf("wait: %v", ev)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/index.html?token=%s", port, secret)
+	got := callTool(t, session, schemas, "execute_command", map[string]any{
+		"argv":       []string{"python3", "-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode(), end='')", url},
+		"secrets":    []string{secret},
+		"depends_on": []string{id},
+	})
+	if got["exit_code"] != float64(0) || got["text"] != "<p>served under custody</p>\n" {
+		t.Fatalf("execute_command: %v", got)
+	}
+	if strings.Contains(fmt.Sprint(got["argv"]), secret) {
+		t.Errorf("execute_command shows the secret in its argv: %v", got["argv"])
+	}
+	ev = callTool(t, session, schemas, "wait_process", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "output", "text": "GET /index.html"}, "timeout_seconds": 60})
+	if ev["outcome"] != "satisfied" {
+		t.Fatalf("wait for the request line: %v", ev)
+	}
+	logs := callTool(t, session, schemas, "process_logs", map[string]any{"monitor_id": id})
+	text := logs["text"].(string)
+	if !strings.Contains(text, "GET /index.html?token=[REDACTED]") || strings.Contains(text, secret) {
+		t.Fatalf("logs do not show the request with the secret redacted:\n%s", text)
+	}
+	if st := callTool(t, session, schemas, "process_status", map[string]any{"monitor_id": id}); st["status"] != "running" {
+		t.Fatalf("status %v", st)
+	}
+	receipt := callTool(t, session, schemas, "cancel_process", map[string]any{"monitor_id": id})
+	if receipt["status"] != "cancelled" || receipt["group_empty_verified"] != true {
+		t.Fatalf("cancel: %v", receipt)
+	}
+
+	// Typed errors are tool errors carrying the code.
+	if code := toolErrorCode(t, session, schemas, "process_status", map[string]any{"monitor_id": "m_00000000000000000000"}); code != "unknown_monitor" {
+		t.Errorf("unknown monitor: code %q", code)
+	}
+	if code := toolErrorCode(t, session, schemas, "execute_command", map[string]any{"argv": []string{"true"}, "depends_on": []string{id}}); code != "needs_reconciliation" {
+		t.Errorf("exec on a cancelled monitor: code %q", code)
+	}
+	if code := toolErrorCode(t, session, schemas, "start_process", map[string]any{"argv": []string{"true"}, "bogus": 1}); code != "invalid_request" {
+		t.Errorf("unknown field: code %q", code)
+	}
+
+	// A wait the client cancels ends; the service keeps running. The
+	// wait tells the client it is waiting.
+	left := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})
+	leftID := left["monitor_id"].(string)
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "wait_process", Meta: mcp.Meta{"progressToken": "w1"},
+			Arguments: map[string]any{"monitor_id": leftID, "condition": map[string]any{"kind": "output", "text": "never printed"}}})
+		waited <- err
+	}()
+	select {
+	case p := <-progress:
+		if p.ProgressToken != "w1" || !strings.Contains(p.Message, leftID) {
+			t.Errorf("progress %+v", p)
+		}
+	case <-time.After(patience):
+		t.Fatal("no progress notification from a waiting wait_process")
+	}
+	cancel()
+	select {
+	case err := <-waited:
+		if err == nil {
+			t.Error("a cancelled wait answered")
+		}
+	case <-time.After(patience):
+		t.Fatal("a cancelled wait did not end")
+	}
+	if st := callTool(t, session, schemas, "process_status", map[string]any{"monitor_id": leftID}); st["status"] != "running" {
+		t.Fatalf("after the wait was cancelled: %v", st)
+	}
+
+	// The client goes: the session's run ends and drains what it left.
+	session.Close()
+	server.Wait()
+	m := recordOf(t, stateDir, leftID)
+	if m.Receipt == nil || m.Receipt.Reason != "run_ended" || !m.Receipt.GroupEmptyVerified {
+		t.Fatalf("after the client disconnected: %+v", m.Receipt)
+	}
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind: %v", problems)
+	}
+}
+
+// TestAgentMCPServerKilled kills procmon mcp outright: its guardians see
+// their run's owner exit and drain every monitor of the session.
+func TestAgentMCPServerKilled(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	session, server := mcpClient(t, procmon, nil)
+	defer session.Close()
+	var ids []string
+	for range 2 {
+		ids = append(ids, callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string))
+	}
+	server.Process.Signal(syscall.SIGKILL)
+	for _, id := range ids {
+		deadline := time.Now().Add(patience)
+		for {
+			m := recordOf(t, stateDir, id)
+			if m.Receipt != nil {
+				if m.Receipt.Reason != "owner_exited" || !m.Receipt.GroupEmptyVerified {
+					t.Errorf("%s: %+v", id, m.Receipt)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not drained after its session's server was killed", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind: %v", problems)
+	}
+}
+
+// strip removes what a tool's schema leaves out of a schema document.
+func strip(doc map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range doc {
+		if k != "$schema" && k != "$id" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var _ = state.StatusRunning

@@ -1,0 +1,418 @@
+//go:build linux
+
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+	"procmon/internal/wait"
+)
+
+// mcpProgressInterval is how often a waiting wait_process call tells a
+// client that asked for progress that it is still waiting.
+const mcpProgressInterval = time.Second
+
+func newMCPCmd(env *Env, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the agent tools over the Model Context Protocol on stdio",
+		Long: `Serve start_process, wait_process, process_status, process_logs,
+cancel_process and execute_command over the Model Context Protocol on
+stdin and stdout, with procmon schema's schemas as their input and output
+schemas. A typed error is a tool error whose text is the error object.
+
+The session is one agent invocation: the server creates a run bound to
+itself as owner (its frozen policy and command budget are the session's),
+and when the client disconnects, or the server is stopped or killed, every
+monitor the session started is drained. To join an existing run instead,
+give it: procmon mcp --run r_... (or $PROCMON_RUN); that run is then
+neither created nor ended by the server.
+
+  claude mcp add procmon -- procmon mcp`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			return runMCP(ctx, env, g)
+		},
+	}
+}
+
+// mcpSession is the run a server acts in, and how it serves each tool.
+type mcpSession struct {
+	env *Env
+
+	mu     sync.Mutex
+	runID  string
+	owned  bool  // created for this session, ended with it
+	runErr error // why the run could not be created yet
+}
+
+func runMCP(ctx context.Context, env *Env, g *globals) error {
+	s := &mcpSession{env: env, runID: g.run}
+	if s.runID == "" {
+		s.runID = env.Getenv("PROCMON_RUN")
+	}
+	if s.runID != "" {
+		if err := state.ValidRunID(s.runID); err != nil {
+			return err
+		}
+	} else {
+		// Made now, so the session's budget and policy are frozen at its
+		// start; if monitors are not configured yet, every call tries again
+		// and says why it cannot.
+		s.sessionRun()
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "procmon", Title: "procmon: process custody for agents", Version: Version}, &mcp.ServerOptions{
+		Instructions: "Start long-running services with start_process, make ONE wait_process call for their readiness line, run test clients with execute_command (depends_on the services), read process_logs, and cancel_process when done. Every monitor this session starts is drained when the session ends.",
+	})
+	if err := s.addTools(server); err != nil {
+		return err
+	}
+	err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
+	s.mu.Lock()
+	owned, runID := s.owned, s.runID
+	s.mu.Unlock()
+	if owned {
+		// The session is over: its monitors go with it. (Were the server
+		// killed instead, each guardian would see its owner exit.)
+		if _, endErr := runEnd(env, runID); endErr != nil {
+			fmt.Fprintf(env.Stderr, "procmon mcp: end run %s: %v\n", runID, endErr)
+		}
+	}
+	if err != nil && ctx.Err() == nil && err != io.EOF {
+		fmt.Fprintf(env.Stderr, "procmon mcp: %v\n", err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// sessionRun is the run the session acts in, created on first need and
+// bound to this process as its owner.
+func (s *mcpSession) sessionRun() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runID != "" {
+		return s.runID, nil
+	}
+	r, err := runNew(s.env, runNewRequest{OwnerPID: os.Getpid()})
+	if err != nil {
+		s.runErr = err
+		return "", err
+	}
+	s.runID, s.owned, s.runErr = r.RunID, true, nil
+	return s.runID, nil
+}
+
+// mcpTool is one tool: its schemas' command and how a call is served.
+type mcpTool struct {
+	command string
+	serve   func(ctx context.Context, req *mcp.CallToolRequest, g *globals, args json.RawMessage) (any, error)
+}
+
+func (s *mcpSession) addTools(server *mcp.Server) error {
+	tools := []mcpTool{
+		{"start", s.startProcess},
+		{"wait", s.waitProcess},
+		{"status", s.processStatus},
+		{"logs", s.processLogs},
+		{"cancel", s.cancelProcess},
+		{"exec", s.executeCommand},
+	}
+	for _, t := range tools {
+		set, err := findSchema(t.command)
+		if err != nil {
+			return err
+		}
+		in, out := toolSchema(set.Request), toolSchema(set.Response)
+		if t.command == "status" {
+			// The tool shows one monitor: the id is required, and the answer
+			// is the monitor's view, never the command line's listing.
+			in["required"] = []string{"monitor_id"}
+			props := in["properties"].(map[string]any)
+			id := props["monitor_id"].(map[string]any)
+			id["type"] = "string"
+			out = out["anyOf"].([]any)[0].(map[string]any)
+		}
+		serve := t.serve
+		server.AddTool(&mcp.Tool{Name: set.Tool, Description: set.Description, InputSchema: in, OutputSchema: out},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				runID, err := s.sessionRun()
+				if err != nil {
+					return toolError(err), nil
+				}
+				args := req.Params.Arguments
+				if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+					args = json.RawMessage("{}")
+				}
+				v, err := serve(ctx, req, &globals{run: runID}, args)
+				if err != nil {
+					return toolError(err), nil
+				}
+				return toolResult(v)
+			})
+	}
+	return nil
+}
+
+// toolSchema is a schema as a tool carries it: a plain map, without the
+// document's $schema and $id (an MCP schema's dialect is 2020-12 unless
+// it says otherwise, and some clients' validators load no other meta
+// schemas).
+func toolSchema(doc map[string]any) map[string]any {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	var out map[string]any
+	json.Unmarshal(data, &out)
+	delete(out, "$schema")
+	delete(out, "$id")
+	return out
+}
+
+// toolResult is a response as structured content, and as text for
+// clients that read only text.
+func toolResult(v any) (*mcp.CallToolResult, error) {
+	var buf bytes.Buffer
+	if err := protocol.WriteJSON(&buf, v, false); err != nil {
+		return nil, err
+	}
+	data := json.RawMessage(bytes.TrimSpace(buf.Bytes()))
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}, StructuredContent: data}, nil
+}
+
+// toolError is a typed error as a tool error: its text is the error object
+// procmon prints, code first. It carries no structured content, which
+// would have to match the tool's output schema.
+func toolError(err error) *mcp.CallToolResult {
+	pe := protocol.AsError(err)
+	data, _ := json.Marshal(pe.Object())
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
+}
+
+// callEnv is env for one call: no stdin, and no early guardian.
+func (s *mcpSession) callEnv() *Env {
+	e := *s.env
+	e.Stdin, e.early = nil, nil
+	e.StdinIsTerminal, e.StdoutIsTerminal = false, false
+	return &e
+}
+
+func (s *mcpSession) startProcess(_ context.Context, _ *mcp.CallToolRequest, g *globals, args json.RawMessage) (any, error) {
+	var req startRequest
+	if err := protocol.DecodeStrict(args, &req); err != nil {
+		return nil, err
+	}
+	resp, err := runStart(s.callEnv(), g, req)
+	if err != nil {
+		return nil, err
+	}
+	s.reapGuardian(resp.MonitorID)
+	return resp, nil
+}
+
+// reapGuardian reaps a guardian this server launched once it exits: the
+// server outlives its guardians, which are its children (started in their
+// own session, they are otherwise detached from it). The pid cannot be
+// reused meanwhile, since the child is not reaped before; its pidfd waits
+// in the runtime poller, so no thread is parked per guardian.
+func (s *mcpSession) reapGuardian(monitorID string) {
+	dir, err := openState(s.env)
+	if err != nil {
+		return
+	}
+	m, err := dir.LoadMonitor(monitorID)
+	if err != nil || m.GuardianPID <= 1 {
+		return
+	}
+	pid := m.GuardianPID
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "guardian-pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return
+	}
+	go func() {
+		defer f.Close()
+		rc.Read(func(fd uintptr) bool {
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return err != nil || n > 0
+		})
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	}()
+}
+
+func (s *mcpSession) waitProcess(ctx context.Context, call *mcp.CallToolRequest, _ *globals, args json.RawMessage) (any, error) {
+	var req waitRequest
+	if err := protocol.DecodeStrict(args, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Condition) == 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "condition" is required: {"kind": "output", "text": ...}, {"kind": "exit"} or {"kind": "file", "path": ...}`).With("field", "condition")
+	}
+	cond, err := wait.ParseCondition(req.Condition)
+	if err != nil {
+		return nil, err
+	}
+	// The client's cancellation ends the wait (ctx), never the service.
+	if token := call.Params.GetProgressToken(); token != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go s.reportProgress(ctx, call, token, req.MonitorID, cond, done)
+	}
+	return runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds)
+}
+
+// reportProgress tells the client, at once and then every interval, that
+// the wait is still waiting, until done.
+func (s *mcpSession) reportProgress(ctx context.Context, call *mcp.CallToolRequest, token any, id string, cond wait.Condition, done <-chan struct{}) {
+	start := time.Now()
+	tick := time.NewTicker(mcpProgressInterval)
+	defer tick.Stop()
+	what := cond.Kind
+	if cond.Kind == wait.KindOutput {
+		what = fmt.Sprintf("output %q", cond.Text)
+	} else if cond.Kind == wait.KindFile {
+		what = "file " + cond.Path
+	}
+	for {
+		elapsed := time.Since(start)
+		call.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      elapsed.Seconds(),
+			Message:       fmt.Sprintf("waiting %.0f s on %s for %s", elapsed.Seconds(), id, what),
+		})
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *mcpSession) processStatus(_ context.Context, _ *mcp.CallToolRequest, _ *globals, args json.RawMessage) (any, error) {
+	var req statusRequest
+	if err := protocol.DecodeStrict(args, &req); err != nil {
+		return nil, err
+	}
+	if req.MonitorID == nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+	}
+	return runStatus(s.callEnv(), *req.MonitorID)
+}
+
+func (s *mcpSession) processLogs(_ context.Context, _ *mcp.CallToolRequest, _ *globals, args json.RawMessage) (any, error) {
+	var req logsRequest
+	if err := protocol.DecodeStrict(args, &req); err != nil {
+		return nil, err
+	}
+	return runLogs(s.callEnv(), req)
+}
+
+func (s *mcpSession) cancelProcess(_ context.Context, _ *mcp.CallToolRequest, _ *globals, args json.RawMessage) (any, error) {
+	var req drainRequest
+	if err := protocol.DecodeStrict(args, &req); err != nil {
+		return nil, err
+	}
+	if req.MonitorID == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+	}
+	graceMs, err := graceMillis(req.GraceSeconds)
+	if err != nil {
+		return nil, err
+	}
+	return runCancel(s.callEnv(), req.MonitorID, graceMs)
+}
+
+// executeCommand runs "procmon exec" as a child of the server, rather
+// than proc.Exec in the server itself: a command's custody makes its
+// process a child subreaper, and the drain's verdict that nothing of the
+// command is left rests on that process having no other child at all.
+// The server has other children (the guardians it launched, which it
+// reaps) and would inherit the orphans of any guardian that died, so the
+// command is held by a process of its own, running the same code path
+// as the command line. The client's cancellation is its SIGTERM: it
+// drains the command and reports.
+func (s *mcpSession) executeCommand(ctx context.Context, _ *mcp.CallToolRequest, g *globals, args json.RawMessage) (any, error) {
+	var req execRequest
+	if err := protocol.DecodeStrict(args, &req); err != nil {
+		return nil, err
+	}
+	if err := checkExecRequest(&req); err != nil {
+		return nil, err
+	}
+	// The command runs where the server runs unless it names a directory.
+	if req.Cwd == "" {
+		wd, err := s.env.Getwd()
+		if err != nil {
+			return nil, protocol.Errorf(protocol.CodeExecFailed, "current directory: %w", err)
+		}
+		req.Cwd = wd
+	}
+	dir, err := openState(s.env)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "find own executable: %w", err)
+	}
+	body, err := json.Marshal(map[string]any{"request": req})
+	if err != nil {
+		return nil, err
+	}
+	c := exec.Command(exe, "exec", "--run", g.run)
+	c.Args[0] = "procmon" // as a person would run it (and a test binary dispatches on it)
+	c.Env = append(s.env.Environ(), "PROCMON_STATE_DIR="+dir.Path)
+	c.Stdin = bytes.NewReader(body)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, s.env.Stderr
+	if err := c.Start(); err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "run procmon exec: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	select {
+	case err = <-exited:
+	case <-ctx.Done():
+		c.Process.Signal(syscall.SIGTERM)
+		err = <-exited
+	}
+	var answer struct {
+		Error *protocol.ErrorBody `json:"error"`
+	}
+	if jerr := json.Unmarshal(out.Bytes(), &answer); jerr != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "procmon exec answered no JSON (%v): %s", err, bytes.TrimSpace(out.Bytes()))
+	}
+	if answer.Error != nil {
+		return nil, &protocol.Error{Code: answer.Error.Code, Message: answer.Error.Message, Details: answer.Error.Details}
+	}
+	return json.RawMessage(bytes.TrimSpace(out.Bytes())), nil
+}
