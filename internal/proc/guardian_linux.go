@@ -638,8 +638,9 @@ func (g *guardian) renew() (drainCause, bool) {
 	g.rec.HeartbeatSeq++
 	g.rec.OwnershipExpiresAtMs = now + g.spec.OwnerGraceMs
 	// save checks, under the record's lock, that the record still names
-	// this guardian. A heartbeat is written without fsyncs: after a crash
-	// of the machine, whatever record survives is from another boot.
+	// this guardian. A heartbeat does not sync the directory: after a
+	// crash of the machine, the record that survives (whole, old or new)
+	// is from another boot.
 	err := g.save(false)
 	if errors.Is(err, errRevoked) {
 		return revoked, false
@@ -671,8 +672,8 @@ func (g *guardian) noteStateError(what string, err error) {
 
 // finish drains the group, writes the receipt and answers every cancel.
 func (g *guardian) finish(cause drainCause) {
-	// Settling is shown at once; its loss in a crash changes nothing, so it
-	// skips the fsyncs that would slow every cancel.
+	// Settling is shown at once. It is not made durable: after a reboot a
+	// record without a receipt needs reconciliation whatever its phase.
 	g.rec.Phase = state.PhaseSettling
 	g.rec.OwnershipExpiresAtMs = nowMs() + cause.graceMs + drainBoundMs + g.spec.OwnerGraceMs
 	if err := g.save(false); err != nil {

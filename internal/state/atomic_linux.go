@@ -17,9 +17,14 @@ const tempPrefix = ".tmp-"
 // with data so that a reader sees either the old file or the new one,
 // never a mix. The directory is reached through checked components and
 // the temp file is made new (O_EXCL, no link followed), so nothing is
-// written outside the state directory whatever was planted in it. With
-// durable false it skips the fsyncs, for records whose loss in a crash is
-// harmless.
+// written outside the state directory whatever was planted in it.
+//
+// The data is always synced before the rename, so that a crash of the
+// machine leaves the old file or the new one, each whole, never an empty
+// or torn one (which would be state_corrupt, and reconcile could not act
+// on it). durable true also syncs the directory, so that the new file
+// survives a crash; with durable false a crash may bring the old one back,
+// for records that a reboot makes stale anyway.
 func writeFileAtomic(root, dir, name string, data []byte, durable bool) (err error) {
 	dirfd, err := openDir(root, dir)
 	if err != nil {
@@ -40,10 +45,8 @@ func writeFileAtomic(root, dir, name string, data []byte, durable bool) (err err
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if durable {
-		if err = f.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", name, err)
-		}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", name, err)
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", name, err)

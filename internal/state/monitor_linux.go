@@ -243,8 +243,10 @@ func (d *Dir) LoadMonitor(id string) (*Monitor, error) {
 	return &m, nil
 }
 
-// SaveMonitor stores a monitor record whole. durable false skips the
-// fsyncs, for transitions whose loss in a crash changes nothing.
+// SaveMonitor stores a monitor record whole. durable false leaves the
+// directory unsynced: a crash of the machine may then bring back the
+// record before it (whole; see writeFileAtomic), which is right for the
+// transitions a reboot makes stale anyway.
 func (d *Dir) SaveMonitor(m *Monitor, durable bool) error {
 	if err := ValidMonitorID(m.MonitorID); err != nil {
 		return err
