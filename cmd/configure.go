@@ -23,19 +23,56 @@ func newConfigureCmd(env *Env, g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "configure [--enable | --show]",
 		Short: "Store the runner settings that enable process monitors",
-		Long: `Store the runner settings. Monitors are disabled until this is done.
+		Long: `Store the settings that turn process monitors on and set their limits.
+Monitors stay off until this is done once.
 
-  procmon configure --enable     store the seed's example settings: host mode,
-                                 work-duration v2 with no deadline, owner grace
-                                 30 s, 1000000 output bytes, 20 commands per run
-  procmon configure < body.json  store {"sandbox": {...}} (or {"request": {...}})
-  procmon configure --show       print what is stored
+  procmon configure --enable      turn monitors on with the example values below
+  procmon configure < body.json   store your own settings (the body below)
+  procmon configure --show        print what is stored
 
-Rules: only "mode": "host"; process_monitor needs work_duration with protocol
-"forge-work-duration-v2"; limits are positive integers or null. Settings are
-frozen into a run when it is created: changing them never changes an existing
-run. Optional "secret_env" (names of env variables holding secrets) and
-"private_paths" (refused as wait targets; default .git, .ssh, .env).`,
+The example values (what --enable stores):
+
+  {"sandbox": {
+     "mode": "host",
+     "process_monitor": true,
+     "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+     "monitor_owner_grace_seconds": 30,
+     "monitor_timeout_seconds": null,
+     "max_output_bytes": 1000000,
+     "command_limit": 20}}
+
+What each setting does:
+
+  mode                         where services run; only "host" (this machine)
+                               is supported
+  process_monitor              true turns monitors on; it needs work_duration
+  work_duration.protocol       must be "forge-work-duration-v2"
+  work_duration.timeout_seconds
+                               a deadline for everything a run starts, counted
+                               from the run's creation; null for none
+  monitor_owner_grace_seconds  how long a guardian may go without renewing its
+                               claim on a service (it renews every third of
+                               this) before status says needs_reconciliation;
+                               null means 30
+  monitor_timeout_seconds      a deadline for each service, from its start;
+                               at it the service is stopped (timed_out); null
+                               for none
+  max_output_bytes             output a service may print; past it the service
+                               is stopped (output_limit) and the log keeps the
+                               first max_output_bytes; null for no limit
+  command_limit                how many services a run may start (each start
+                               uses one, never given back); null for no limit
+  secret_env (optional)        names of environment variables whose values are
+                               secrets, redacted from output on top of those
+                               named like *TOKEN*, *SECRET*, *PASSWORD*, *_KEY
+  private_paths (optional)     paths wait --file refuses to read (default
+                               .git, .ssh, .env)
+
+Limits are positive whole numbers or null. To raise the output cap or the
+number of starts, store a body with other values, then start a new run
+(procmon run new): a run keeps the settings of the moment it was created,
+and the run "default" is made on first use. The body may also come
+wrapped like every request, as {"request": {"sandbox": {...}}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			dir, err := openState(env)
@@ -65,7 +102,7 @@ run. Optional "secret_env" (names of env variables holding secrets) and
 			return respond(env, g, configureResponse{Settings: s, MonitorsEnabled: s.Sandbox.ProcessMonitor, StateDir: dir.Path})
 		},
 	}
-	c.Flags().BoolVar(&enable, "enable", false, "store the seed's example settings")
+	c.Flags().BoolVar(&enable, "enable", false, "turn monitors on with the example settings")
 	c.Flags().BoolVar(&show, "show", false, "print the stored settings")
 	return c
 }

@@ -52,9 +52,6 @@ func parseSeconds(s string) (int64, error) {
 		if strings.HasPrefix(err.Error(), "time: unknown unit") || strings.HasPrefix(err.Error(), "time: missing unit") {
 			return 0, fmt.Errorf("%q: unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds", s)
 		}
-		if strings.Contains(err.Error(), "overflow") {
-			return 0, fmt.Errorf("%q is too long a duration", s)
-		}
 		return 0, fmt.Errorf("%q is not a duration: give seconds or a duration like 30s, 2m, 1h", s)
 	}
 	if d%time.Second != 0 {
