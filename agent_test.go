@@ -18,8 +18,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"procmon/internal/state"
 )
 
 // agentSchemas loads procmon schema's output: every command's request,
@@ -422,4 +420,111 @@ func strip(doc map[string]any) map[string]any {
 	return out
 }
 
-var _ = state.StatusRunning
+// inspectorCLI returns the MCP Inspector's command line client, installed
+// from npm into the user's cache directory when missing; the reason when
+// it cannot be had.
+func inspectorCLI(t *testing.T) (string, string) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", "npm is not installed, so the MCP Inspector cannot be fetched"
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "procmon-test", "inspector")
+	bin := filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, ""
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", dir, "@modelcontextprotocol/inspector")
+	if out, err := install.CombinedOutput(); err != nil {
+		return "", fmt.Sprintf("npm install @modelcontextprotocol/inspector failed (%v): %s", err, bytes.TrimSpace(out))
+	}
+	return bin, ""
+}
+
+// TestAgentMCPInspector has procmon mcp driven by an MCP client written
+// elsewhere: the MCP Inspector's CLI mode. Each of its calls is a session
+// of its own, so a monitor it starts is drained when it is done.
+func TestAgentMCPInspector(t *testing.T) {
+	inspector, why := inspectorCLI(t)
+	if inspector == "" {
+		t.Skip(why)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server is this test binary acting as procmon (it dispatches on
+	// its argv[0]), which the Inspector cannot name: a script does.
+	server := filepath.Join(t.TempDir(), "procmon-mcp")
+	script := fmt.Sprintf("#!/bin/bash\nexport PROCMON_STATE_DIR=%q PROCMON_RUN=\nexec -a procmon %q mcp\n", stateDir, exe)
+	if err := os.WriteFile(server, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inspect := func(args ...string) map[string]any {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, inspector, append([]string{"--cli", server}, args...)...)
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		return v
+	}
+
+	listed := inspect("--method", "tools/list")
+	var names []string
+	for _, tool := range listed["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	if len(names) != 6 {
+		t.Fatalf("tools %v", names)
+	}
+
+	started := inspect("--method", "tools/call", "--tool-name", "start_process", "--tool-arg", `argv=["sleeper"]`)
+	result := started["structuredContent"].(map[string]any)
+	schemas.check(t, "start", "response", mustJSON(t, result))
+	id := result["monitor_id"].(string)
+	// The Inspector's session is over: the monitor went with it.
+	deadline := time.Now().Add(patience)
+	for m := recordOf(t, stateDir, id); m.Receipt == nil; m = recordOf(t, stateDir, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not drained when the Inspector's session ended", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := recordOf(t, stateDir, id).Receipt; !r.GroupEmptyVerified || (r.Reason != "run_ended" && r.Reason != "owner_exited") {
+		t.Errorf("receipt %+v", r)
+	}
+
+	ran := inspect("--method", "tools/call", "--tool-name", "execute_command", "--tool-arg", `argv=["printer","from the inspector"]`)
+	result = ran["structuredContent"].(map[string]any)
+	schemas.check(t, "exec", "response", mustJSON(t, result))
+	if result["exit_code"] != float64(0) || result["text"] != "from the inspector\n" {
+		t.Errorf("execute_command: %v", result)
+	}
+
+	failed := inspect("--method", "tools/call", "--tool-name", "process_status", "--tool-arg", "monitor_id=m_00000000000000000000")
+	if failed["isError"] != true || !strings.Contains(fmt.Sprint(failed["content"]), `"code":"unknown_monitor"`) {
+		t.Errorf("a typed error through the Inspector: %v", failed)
+	}
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("processes left behind: %v", problems)
+	}
+}
