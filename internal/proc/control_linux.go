@@ -166,6 +166,8 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		reply.Phase = state.PhaseRunning
 		if g.receipt.Load() != nil {
 			reply.Phase = state.PhaseTerminal
+		} else if g.draining.Load() {
+			reply.Phase = state.PhaseSettling
 		}
 		reply.Captured = g.out.captured.Load()
 		reply.Logged = g.out.logBytes.Load()

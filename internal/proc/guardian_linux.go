@@ -81,6 +81,9 @@ type guardian struct {
 	// stateErr says why the record could not be written last time, or is
 	// nil once it was.
 	stateErr atomic.Pointer[string]
+	// draining is set once custody is ending, before the settling phase is
+	// written (which a full disk may stop).
+	draining atomic.Bool
 	handlers sync.WaitGroup
 	ctl      *controlServer
 	feed     changeFeed // tells waits of new output and record changes
@@ -674,6 +677,7 @@ func (g *guardian) noteStateError(what string, err error) {
 func (g *guardian) finish(cause drainCause) {
 	// Settling is shown at once. It is not made durable: after a reboot a
 	// record without a receipt needs reconciliation whatever its phase.
+	g.draining.Store(true)
 	g.rec.Phase = state.PhaseSettling
 	g.rec.OwnershipExpiresAtMs = nowMs() + cause.graceMs + drainBoundMs + g.spec.OwnerGraceMs
 	if err := g.save(false); err != nil {

@@ -75,9 +75,10 @@ func (o *Observation) askGuardian(dir *state.Dir) {
 		m := *o.Monitor
 		m.Phase, m.Receipt = state.PhaseTerminal, reply.Receipt
 		o.Monitor, o.Status, o.Why = &m, reply.Receipt.Status, ""
-	case o.Monitor.Phase == state.PhaseSettling:
+	case o.Monitor.Phase == state.PhaseSettling || reply.Phase == state.PhaseSettling:
 		// It answers, so it is still draining (a member stuck in the
-		// kernel holds it up to its bounds).
+		// kernel holds it up to its bounds), whether or not its record
+		// could say so.
 		o.Status, o.Why = state.StatusSettling, ""
 	case reply.CustodyUntilMs >= nowMs():
 		o.Status, o.Why = state.StatusRunning, ""
