@@ -45,7 +45,7 @@ func loadSchemas(t *testing.T, procmon func(args ...string) *exec.Cmd) *agentSch
 		if tool, _ := set["tool"].(string); tool != "" {
 			s.tools[tool] = name
 		}
-		for _, part := range []string{"request", "response", "error"} {
+		for _, part := range []string{"request", "response", "error", "tool_input", "tool_output"} {
 			sch, ok := set[part].(map[string]any)
 			if !ok {
 				continue
@@ -205,11 +205,7 @@ func callTool(t *testing.T, s *mcp.ClientSession, schemas *agentSchemas, tool st
 		t.Fatalf("%s: tool error %s", tool, res.Content[0].(*mcp.TextContent).Text)
 	}
 	data := mustJSON(t, res.StructuredContent)
-	command := schemas.tools[tool]
-	if tool == "process_status" {
-		command = "status"
-	}
-	schemas.check(t, command, "response", data)
+	schemas.check(t, schemas.tools[tool], "tool_output", data)
 	var out map[string]any
 	json.Unmarshal(data, &out)
 	return out
@@ -264,13 +260,14 @@ func TestAgentMCPSession(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 		command := schemas.tools[tool.Name]
-		want := strip(schemas.raw[command]["request"].(map[string]any))
-		got := mustJSON(t, tool.InputSchema)
-		if tool.Name != "process_status" && !bytes.Equal(got, mustJSON(t, want)) {
-			t.Errorf("%s input schema is not procmon schema %s's request", tool.Name, command)
+		for part, got := range map[string]any{"tool_input": tool.InputSchema, "tool_output": tool.OutputSchema} {
+			want := strip(schemas.raw[command][part].(map[string]any))
+			if !bytes.Equal(mustJSON(t, got), mustJSON(t, want)) {
+				t.Errorf("%s: its %s is not procmon schema %s's", tool.Name, part, command)
+			}
 		}
-		if tool.OutputSchema == nil || tool.Description == "" {
-			t.Errorf("%s has no output schema or description", tool.Name)
+		if tool.Description == "" {
+			t.Errorf("%s has no description", tool.Name)
 		}
 	}
 	if got := strings.Join(names, ","); got != "cancel_process,execute_command,process_logs,process_status,start_process,wait_process" {

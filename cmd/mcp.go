@@ -143,16 +143,7 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 		if err != nil {
 			return err
 		}
-		in, out := toolSchema(set.Request), toolSchema(set.Response)
-		if t.command == "status" {
-			// The tool shows one monitor: the id is required, and the answer
-			// is the monitor's view, never the command line's listing.
-			in["required"] = []string{"monitor_id"}
-			props := in["properties"].(map[string]any)
-			id := props["monitor_id"].(map[string]any)
-			id["type"] = "string"
-			out = out["anyOf"].([]any)[0].(map[string]any)
-		}
+		in, out := toolSchema(set.ToolInput), toolSchema(set.ToolOutput)
 		serve := t.serve
 		server.AddTool(&mcp.Tool{Name: set.Tool, Description: set.Description, InputSchema: in, OutputSchema: out},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

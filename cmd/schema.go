@@ -22,6 +22,12 @@ type schemaSet struct {
 	Request     schema.Schema `json:"request"`
 	Response    schema.Schema `json:"response"`
 	Error       schema.Schema `json:"error"`
+	// ToolInput and ToolOutput are the agent tool's schemas (MCP's
+	// inputSchema and outputSchema): the request and response, except
+	// that process_status shows one monitor, so it needs monitor_id and
+	// answers with the monitor's view.
+	ToolInput  schema.Schema `json:"tool_input,omitempty"`
+	ToolOutput schema.Schema `json:"tool_output,omitempty"`
 }
 
 type schemaRequest struct {
@@ -68,6 +74,9 @@ var schemaSets = sync.OnceValues(func() ([]schemaSet, error) {
 			"The one JSON object procmon "+c.Command+" writes on stdout when it answers (exit status 0, whatever the outcome).")
 		set.Error = schema.Document(errSchema, id+"/error", "procmon "+c.Command+" error",
 			"The one JSON object procmon "+c.Command+" writes on stdout when it fails, with a non-zero exit status; as an MCP tool error, the text of its content.")
+		if c.Tool != "" {
+			set.ToolInput, set.ToolOutput = toolSchemas(c, set)
+		}
 		out = append(out, set)
 	}
 	return out, nil
@@ -126,4 +135,19 @@ schemas. They are derived from the types procmon decodes and encodes.
 			}{sets})
 		},
 	}
+}
+
+// toolSchemas derives a tool's input and output schemas from its
+// command's request and response.
+func toolSchemas(c commandSchema, set schemaSet) (in, out schema.Schema) {
+	in, out = schema.Clone(set.Request), schema.Clone(set.Response)
+	id := schemaIDBase + "tool/" + c.Tool
+	in["$id"], out["$id"] = id+"/input", id+"/output"
+	if c.Tool == "process_status" {
+		in["required"] = []string{"monitor_id"}
+		in["properties"].(map[string]any)["monitor_id"].(map[string]any)["type"] = "string"
+		view := schema.Clone(out["anyOf"].([]any)[0].(map[string]any))
+		out = schema.Document(view, id+"/output", "procmon process_status output", "One monitor's record and status.")
+	}
+	return in, out
 }

@@ -138,7 +138,7 @@ func (c *Catalog) fields(t reflect.Type, outer string, found map[string]field, d
 		keys := []string{outer + "." + name, t.Name() + "." + name, name}
 		var s Schema
 		if o, ok := lookup(c.Override, keys); ok {
-			s = clone(o)
+			s = Clone(o)
 		} else {
 			s = c.typeSchema(f.Type, missing)
 		}
@@ -186,9 +186,9 @@ func nullable(s Schema) Schema {
 	return s
 }
 
-// clone copies a schema deeply enough that setting a key on the copy
-// (a description, an enum) never reaches the original.
-func clone(s Schema) Schema {
+// Clone copies a schema deeply: setting a key on the copy (a
+// description, an enum) never reaches the original.
+func Clone(s Schema) Schema {
 	data, err := json.Marshal(s)
 	if err != nil {
 		panic(err)
