@@ -858,3 +858,26 @@ func TestFaultsDescriptorLimits(t *testing.T) {
 	}
 	l.settle()
 }
+
+// TestFaultsStartStall stops a guardian between its spawn and its record
+// and never resumes it: the start does not wait for it forever. Past the
+// ownership grace it kills the guardian and stops what it spawned, and
+// fails naming the monitor, whose receipt is reconciled.
+func TestFaultsStartStall(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	c := l.command("guardian:after_spawn", leakyService...)
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Run(); err != nil && c.ProcessState == nil {
+		t.Fatal(err)
+	}
+	r := l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+	id := r.Get("error.details.monitor_id").String()
+	if r.Get("error.code").String() != string(protocol.CodeInternal) || id == "" {
+		t.Fatalf("a start whose guardian stalled answered %s: want internal, naming the monitor", r.Raw)
+	}
+	if s := l.status(id); s.Get("receipt.custody").String() != state.CustodyReconciled || !s.Get("receipt.group_empty_verified").Bool() {
+		t.Fatalf("status of the monitor whose guardian stalled in its start: %s", s.Raw)
+	}
+	l.settle()
+}

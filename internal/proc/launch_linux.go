@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"procmon/internal/early"
 	"procmon/internal/fault"
@@ -37,6 +39,7 @@ type PendingGuardian struct {
 	made       chan struct{} // closed once the log is made too and all is durable, or cannot be
 	madeErr    error         // why not; read after made is closed
 	sent       bool          // Send has written the spec
+	graceMs    int64         // the spec's ownership grace: how long the handoff may take
 	done       bool
 }
 
@@ -158,6 +161,7 @@ func (pg *PendingGuardian) Send(spec Spec) error {
 		return fmt.Errorf("send spec to guardian: %w", err)
 	}
 	pg.sent = true
+	pg.graceMs = spec.OwnerGraceMs
 	return nil
 }
 
@@ -180,9 +184,21 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	}
 	pg.g.Spec.Close()
 	fault.Point("start:before_handoff")
+	// A guardian that has not handed off within the ownership grace (it
+	// was stopped, or is wedged) has lost the start: it is killed (it is
+	// this process's unreaped child, so its pid names it still), and what
+	// it spawned is stopped below, as for one that died.
+	stalled := time.AfterFunc(time.Duration(max(pg.graceMs, 1000))*time.Millisecond, func() {
+		syscall.Kill(pg.g.PID, syscall.SIGKILL)
+	})
 	// Read as soon as it is written (the guardian lets go of the pipe only
 	// after it), by a blocking read: the kernel wakes this thread itself.
 	h, err := readHandoff(bufio.NewReader(pg.g.Handoff))
+	if !stalled.Stop() && h.Monitor != nil {
+		// Killed just after it handed off: it is lost like any other
+		// guardian that dies, and status says so.
+		h.Monitor = nil
+	}
 	if err != nil {
 		h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "read guardian handoff: " + err.Error()}
 	}
