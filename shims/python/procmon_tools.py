@@ -1,4 +1,5 @@
-"""The five process-monitor tools for coding agents, backed by procmon.
+"""The five process-monitor tools and execute_command for coding agents,
+backed by procmon.
 
 Each function takes the tool's request dict, runs the procmon binary once
 with ``{"request": ...}`` on stdin and returns its decoded response dict.
@@ -51,9 +52,12 @@ import subprocess
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 __all__ = [
+    "EXAMPLE_REQUESTS",
     "ProcmonError",
     "TOOLS",
+    "TOOL_SPECS",
     "cancel_process",
+    "execute_command",
     "process_logs",
     "process_status",
     "start_process",
@@ -178,12 +182,72 @@ def cancel_process(
     )
 
 
+def execute_command(
+    request: Mapping[str, Any],
+    *,
+    run: Optional[str] = None,
+    binary: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Any]:
+    """Run a foreground command (a test client); returns its actual result.
+
+    Request: ``argv`` (required), optional ``cwd``, ``env``, ``secrets``,
+    ``secret_env``, ``timeout_seconds`` (default 600), ``max_bytes`` (the
+    end of the output returned, default 65536) and ``depends_on`` (monitor
+    ids that must be running, else ``needs_reconciliation``). Takes one
+    slot of the run's command budget. Read ``exit_code`` (or ``signal``)
+    and ``text``. On KeyboardInterrupt procmon drains the command.
+    """
+    return _call("exec", request, run=run, binary=binary, env=env, interruptible=True)
+
+
 TOOLS: Dict[str, Callable[..., Dict[str, Any]]] = {
     "start_process": start_process,
     "wait_process": wait_process,
     "process_status": process_status,
     "process_logs": process_logs,
     "cancel_process": cancel_process,
+    "execute_command": execute_command,
+}
+
+_SPECS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tool_specs.json")
+
+
+def _load_tool_specs() -> List[Dict[str, Any]]:
+    """The agent tools as ``procmon schema`` describes them (see
+    tool_specs.json, written by ``python3 tool_specs.py``)."""
+    with open(_SPECS_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+#: One entry per tool in TOOLS: ``name``, ``description`` and
+#: ``input_schema`` (JSON Schema draft 2020-12), in the shape agent
+#: frameworks take tool definitions in.
+TOOL_SPECS: List[Dict[str, Any]] = _load_tool_specs()
+
+_ID = "m_" + "0123456789abcdefghijklmn"
+
+#: Requests each tool takes, as an agent would send them; the tests
+#: check them against TOOL_SPECS.
+EXAMPLE_REQUESTS: Dict[str, List[Dict[str, Any]]] = {
+    "start_process": [
+        {"argv": ["python3", "-u", "-m", "http.server", "8000"]},
+        {"argv": ["npm", "run", "dev"], "cwd": "web", "env": {"PORT": "3000"},
+         "secret_env": ["API_KEY"], "timeout_seconds": 600, "name": "web"},
+    ],
+    "wait_process": [
+        {"monitor_id": _ID, "condition": {"kind": "output", "text": "Serving HTTP"}, "timeout_seconds": 60},
+        {"monitor_id": _ID, "condition": {"kind": "exit"}},
+        {"monitor_id": _ID, "condition": {"kind": "file", "path": "build/ready.json", "sha256": "0" * 64}},
+    ],
+    "process_status": [{"monitor_id": _ID}],
+    "process_logs": [{"monitor_id": _ID}, {"monitor_id": _ID, "offset": 0, "max_bytes": 4096}],
+    "cancel_process": [{"monitor_id": _ID}, {"monitor_id": _ID, "grace_seconds": 1}],
+    "execute_command": [
+        {"argv": ["curl", "-fsS", "http://127.0.0.1:8000/"], "depends_on": [_ID]},
+        {"argv": ["pytest", "-x", "tests"], "timeout_seconds": 300, "max_bytes": 8192,
+         "secrets": ["a-test-credential"]},
+    ],
 }
 
 

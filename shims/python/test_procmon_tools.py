@@ -374,6 +374,7 @@ class ShimTest(ProcmonToolsTest):
     def test_tools_table(self):
         self.assertEqual(set(TOOLS), {
             "start_process", "wait_process", "process_status", "process_logs", "cancel_process",
+            "execute_command",
         })
         self.assertIs(TOOLS["wait_process"], wait_process)
 
