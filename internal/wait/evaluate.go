@@ -440,7 +440,7 @@ func (e *evaluation) step(timeUp bool) (string, error) {
 	held := false
 	switch e.cond.Kind {
 	case KindOutput:
-		held, err = e.lookAtOutput()
+		held, err = e.lookAtOutput(cust.Terminal)
 		if err != nil {
 			return "", err
 		}
@@ -482,8 +482,8 @@ func (e *evaluation) step(timeUp bool) (string, error) {
 }
 
 // lookAtOutput feeds the matcher whatever the log gained since the last
-// look.
-func (e *evaluation) lookAtOutput() (bool, error) {
+// look; ended says the log will not grow.
+func (e *evaluation) lookAtOutput(ended bool) (bool, error) {
 	if e.log == nil {
 		f, err := os.Open(e.target.LogPath)
 		if errors.Is(err, os.ErrNotExist) {
@@ -495,7 +495,7 @@ func (e *evaluation) lookAtOutput() (bool, error) {
 		}
 		e.log = f
 	}
-	_, found, err := e.matcher.FeedFrom(e.log)
+	_, found, err := e.matcher.FeedFrom(e.log, ended)
 	if err != nil {
 		return false, fmt.Errorf("read output log: %w", err)
 	}
@@ -602,7 +602,7 @@ func (e *evaluation) evidence(outcome string, elapsed time.Duration) Evidence {
 		o.RefusalsSeen = e.seen
 	}
 	if outcome != OutcomeSatisfied {
-		o.LogTail = Tail(e.target.LogPath, TailLines, TailBytes)
+		o.LogTail = Tail(e.target.LogPath, TailLines, TailBytes, cust.Terminal)
 	}
 	return Evidence{Outcome: outcome, Observation: o}
 }

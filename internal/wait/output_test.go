@@ -182,7 +182,7 @@ func TestOutputMatcherFeedFromGrowingLog(t *testing.T) {
 	}
 	m := NewOutputMatcher("Listening")
 	rec := &recordingReaderAt{r: f, lowest: -1}
-	if _, ok, err := m.FeedFrom(rec); err != nil || ok {
+	if _, ok, err := m.FeedFrom(rec, false); err != nil || ok {
 		t.Fatalf("first scan: found %v, err %v; want neither", ok, err)
 	}
 	if m.Consumed() != int64(len(head)) {
@@ -192,11 +192,70 @@ func TestOutputMatcherFeedFromGrowingLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.lowest = -1
-	off, ok, err := m.FeedFrom(rec)
+	off, ok, err := m.FeedFrom(rec, false)
 	if err != nil || !ok || off != int64(len(head)-len("Listen")) {
 		t.Fatalf("second scan: (%d, %v, %v); want (%d, true, nil)", off, ok, err, len(head)-len("Listen"))
 	}
 	if rec.lowest != int64(len(head)) {
 		t.Fatalf("second scan read from %d; want only the new bytes from %d", rec.lowest, len(head))
+	}
+}
+
+// TestOutputMatcherRendering searches the text logs shows: each byte that
+// begins no character reads as U+FFFD, and the match offset is where the
+// stream holds the text, not where the text does.
+func TestOutputMatcherRendering(t *testing.T) {
+	for _, tc := range []struct {
+		stream, text string
+		want         int64
+	}{
+		{"a\xffb ready", "ready", 4},                  // a bad byte before: stream offsets
+		{"a\xff\xfeb", "a\uFFFD\uFFFDb", 0},           // bad bytes inside the match
+		{"\x80x \uFFFDx", "\uFFFDx", 0},               // a bad byte and a printed U+FFFD read the same
+		{"é\xe4\xb8(", "\uFFFD\uFFFD(", 2},            // a truncated character, byte by byte
+		{"a\r\nb", "\r\n", 1},                         // CR LF untouched
+		{"x\xf0\x9f\x99\x82 🙂", "🙂", 1},               // a whole 4-byte character
+		{"\xf0\x9f\x99 🙂", "\uFFFD\uFFFD\uFFFD 🙂", 0}, // and one cut short
+	} {
+		for i := 0; i <= len(tc.stream); i++ {
+			m := NewOutputMatcher(tc.text)
+			off, ok := feedAll(m, tc.stream[:i], tc.stream[i:])
+			if !ok {
+				off, ok = m.End()
+			}
+			if !ok || off != tc.want {
+				t.Fatalf("%q in %q split at %d: (%d, %v); want (%d, true)", tc.text, tc.stream, i, off, ok, tc.want)
+			}
+		}
+	}
+	// A byte of a character is not a character.
+	if _, ok := feedAll(NewOutputMatcher("\xb8"), "中"); ok {
+		t.Fatal("a text that is not UTF-8 matched inside a character")
+	}
+}
+
+// TestOutputMatcherEndOfStream holds back the start of a character until
+// the stream brings the rest of it, or ends.
+func TestOutputMatcherEndOfStream(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "output.log")
+	if err := os.WriteFile(name, []byte("ready \xe4\xb8"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := NewOutputMatcher("ready \uFFFD")
+	if _, ok, err := m.FeedFrom(f, false); ok || err != nil {
+		t.Fatalf("live: found %v, err %v; the last bytes may still become 中", ok, err)
+	}
+	if off, ok, err := m.FeedFrom(f, true); !ok || off != 0 || err != nil {
+		t.Fatalf("ended: (%d, %v, %v); want (0, true, nil)", off, ok, err)
+	}
+	m = NewOutputMatcher("y 中")
+	feedAll(m, "read", "y \xe4")
+	if off, ok := m.Feed([]byte("\xb8\xad")); !ok || off != 4 {
+		t.Fatalf("completed character: (%d, %v); want (4, true)", off, ok)
 	}
 }

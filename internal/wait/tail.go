@@ -3,15 +3,18 @@ package wait
 import (
 	"bytes"
 	"os"
-	"unicode/utf8"
+
+	"procmon/internal/logtext"
 )
 
-// Tail returns the last n lines of the file at path, reading no more than
-// its last maxBytes bytes, for evidence on a failed wait. A line cut by
-// that bound is returned cut (starting at a whole UTF-8 character), so one
-// very long line still shows its end. It returns nil when the file cannot
-// be read or is empty.
-func Tail(path string, n int, maxBytes int) []string {
+// Tail returns the last n lines of the text of the log at path (see
+// package logtext: what logs shows), from no more than its last maxBytes
+// bytes of text, for evidence on a failed wait. A line cut by that bound
+// is returned cut (starting at a whole character), so one very long line
+// still shows its end. ended says the log will not grow, so a trailing
+// partial character shows as U+FFFD rather than being left out. It
+// returns nil when the file cannot be read or is empty.
+func Tail(path string, n int, maxBytes int, ended bool) []string {
 	if n <= 0 || maxBytes <= 0 {
 		return nil
 	}
@@ -24,26 +27,19 @@ func Tail(path string, n int, maxBytes int) []string {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	size := fi.Size()
-	start := max(size-int64(maxBytes), 0)
-	buf := make([]byte, size-start)
+	lo, hi := logtext.LastRange(int64(maxBytes), fi.Size())
+	buf := make([]byte, hi-lo)
 	// A short read (the file shrank) still yields evidence.
-	m, _ := f.ReadAt(buf, start)
+	m, _ := f.ReadAt(buf, lo)
 	if m == 0 {
 		return nil
 	}
-	buf = buf[:m]
-	if start > 0 {
-		// The window may begin inside a character.
-		for len(buf) > 0 && !utf8.RuneStart(buf[0]) {
-			buf = buf[1:]
-		}
-	}
-	buf = bytes.TrimSuffix(buf, []byte("\n"))
-	if len(buf) == 0 && start > 0 {
+	w := logtext.Last(logtext.Held{Bytes: buf[:m], Base: lo, Size: lo + int64(m), Ended: ended}, int64(maxBytes))
+	text := bytes.TrimSuffix(w.Text, []byte("\n"))
+	if len(text) == 0 && w.Offset > 0 {
 		return nil
 	}
-	parts := bytes.Split(buf, []byte("\n"))
+	parts := bytes.Split(text, []byte("\n"))
 	if len(parts) > n {
 		parts = parts[len(parts)-n:]
 	}
