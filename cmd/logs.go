@@ -56,6 +56,11 @@ output_sha256 describe exactly the returned text. output_truncated says
 why the text is not the whole capture: capture_limit (the output passed
 max_output_bytes), window (the window cut it), incomplete_utf8 (a partial
 character at the end was held back). A window never splits a character.
+The text is the stream read as UTF-8, with each byte that begins no
+character shown as U+FFFD (one for each byte, as wait --output reads it):
+a window holds at most max_bytes bytes of that text, while offset and
+next_offset count bytes of the stream. An --offset inside a character
+starts the window where that character ends; offset says where.
 
   procmon logs m_… --max-bytes 4096
   procmon logs m_… --offset 0 --max-bytes 1048576   # then --offset <next_offset>

@@ -70,7 +70,9 @@ from its very start, so a line printed before the wait began counts. A
 credential shows there only as [REDACTED], so a text holding one never
 matches: the wait times out like any text not printed (it is not refused:
 an answer that told such a text from another would let anyone guess a
-credential a character at a time).
+credential a character at a time). Bytes that begin no UTF-8 character
+read as U+FFFD, one for each byte, as logs shows them; match_offset is
+the byte of the stream where the text begins, as logs --offset takes it.
 --exit holds once the service has ended with a verified receipt, whatever
 its exit code. --file needs a regular file at a clean path relative to the
 service's working directory, read whole while it did not change; symlinks,
