@@ -91,7 +91,7 @@ func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
 		for i, seen := len(text)-1, 0; i >= 0; i-- {
 			if text[i] == '\n' {
 				if seen++; seen == n {
-					return w.Offset + int64(i) + 1, nil
+					return w.StreamOffset(i + 1), nil
 				}
 			}
 		}
