@@ -34,6 +34,8 @@ func sleeper() {
 // (or stays with -stay). -env NAME prints a variable, -base64env NAME its
 // base64, -bytes N writes N bytes of a repeating pattern, -split waits
 // between the first and second half of each line, -tee keeps a copy.
+// -raw takes each argument Go-quoted and writes it unquoted with no
+// newline added, so a script can print any bytes.
 func printer() {
 	fs := flag.NewFlagSet("printer", flag.ExitOnError)
 	stay := fs.Bool("stay", false, "sleep after printing")
@@ -43,6 +45,7 @@ func printer() {
 	pause := fs.Duration("split", 0, "pause this long in the middle of each line")
 	exit := fs.Int("exit", 0, "exit status")
 	tee := fs.String("tee", "", "also write everything printed to this file")
+	raw := fs.Bool("raw", false, "write each argument Go-unquoted, without a newline")
 	fs.Parse(os.Args[1:])
 	var w io.Writer = os.Stdout
 	if *tee != "" {
@@ -71,6 +74,14 @@ func printer() {
 		}
 	}
 	for _, a := range fs.Args() {
+		if *raw {
+			b, err := strconv.Unquote(a)
+			if err != nil {
+				panic(err)
+			}
+			io.WriteString(w, b)
+			continue
+		}
 		if *pause > 0 {
 			half := len(a) / 2
 			io.WriteString(w, a[:half])
