@@ -98,9 +98,9 @@ func Text(p []byte, ended bool) (text []byte, used int) {
 	return text, used
 }
 
-// margin is how far past the bytes a window shows its reader must read,
+// Margin is how far past the bytes a window shows its reader must hold,
 // and how far before its start: enough to decide the units at both edges.
-const margin = 2 * utf8.UTFMax
+const Margin = 2 * utf8.UTFMax
 
 // Held is the part of a stream its reader holds: Bytes are the stream's
 // bytes from offset Base, of a stream Size bytes long so far. Ended says
@@ -140,13 +140,13 @@ func (w *Window) StreamOffset(i int) int64 {
 // [lo, hi), for a window at offset of at most maxBytes of text.
 func FromRange(offset, maxBytes, size int64) (lo, hi int64) {
 	offset = min(max(offset, 0), size)
-	return max(offset-margin, 0), min(offset+maxBytes+margin, size)
+	return max(offset-Margin, 0), min(offset+maxBytes+Margin, size)
 }
 
 // LastRange is the part of a stream of size bytes that Last needs held,
 // [lo, hi), for a window of at most maxBytes of text at its end.
 func LastRange(maxBytes, size int64) (lo, hi int64) {
-	return max(size-maxBytes-margin, 0), size
+	return max(size-maxBytes-Margin, 0), size
 }
 
 // From returns the window of at most maxBytes of text that begins at

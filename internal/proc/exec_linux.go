@@ -6,14 +6,13 @@ import (
 	"encoding/hex"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/early"
+	"procmon/internal/logtext"
 	"procmon/internal/protocol"
 	"procmon/internal/redact"
 	"procmon/internal/state"
@@ -107,7 +106,7 @@ func Exec(ctx context.Context, spec ExecSpec) (*ExecResult, error) {
 	}
 	out.log = os.NewFile(uintptr(memfd), "exec-output")
 	out.logFD = uintptr(memfd)
-	tail := &tailFilter{stream: redactor.NewStream(), keep: spec.WindowBytes + utf8.UTFMax}
+	tail := &tailFilter{stream: redactor.NewStream(), keep: spec.WindowBytes + logtext.Margin}
 	out.filter = tail
 	if spec.MaxOutputBytes != nil {
 		out.limit = *spec.MaxOutputBytes
@@ -224,20 +223,16 @@ func (t *tailFilter) add(p []byte) {
 	}
 }
 
-// window fills res with the last maxBytes of the ended stream, as a tail
-// window of a monitor's log reads it (see state.ReadLogWindow): it starts
-// at the next character boundary, and bytes that are not UTF-8 show as
-// U+FFFD.
+// window fills res with the last maxBytes of text of the ended stream, as
+// a tail window of a monitor's log reads it (see package logtext).
 func (t *tailFilter) window(res *ExecResult, maxBytes int64) {
 	size := t.total
 	base := size - int64(len(t.buf)) // stream offset of t.buf[0]
-	start := max(size-maxBytes, 0)
-	for n := 0; n < utf8.UTFMax-1 && start < size && !utf8.RuneStart(t.buf[start-base]); n++ {
-		start++
-	}
+	lo, _ := logtext.LastRange(maxBytes, size)
+	w := logtext.Last(logtext.Held{Bytes: t.buf[lo-base:], Base: lo, Size: size, Ended: true}, maxBytes)
 	res.StreamBytes = size
-	res.Window = start > 0
-	res.Text = strings.ToValidUTF8(string(t.buf[start-base:]), "\uFFFD")
+	res.Window = w.Cut
+	res.Text = string(w.Text)
 	res.OutputBytes = len(res.Text)
 	sum := sha256.Sum256([]byte(res.Text))
 	res.OutputSHA256 = hex.EncodeToString(sum[:])

@@ -1,0 +1,42 @@
+package proc
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"procmon/internal/logtext"
+	"procmon/internal/redact"
+)
+
+// TestExecWindowIsTheLogText checks that the window of an exec result is
+// the text of the stream's end as logs shows it (package logtext), for
+// streams holding bytes that are not UTF-8, fed in random pieces through
+// the filter's bounded buffer.
+func TestExecWindowIsTheLogText(t *testing.T) {
+	r, err := redact.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := []string{"a", "\n", "é", "中", "🙂", "\xff", "\x80", "\xe4\xb8", "\xf0\x9f\x99"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 500 {
+		var stream []byte
+		for range rng.IntN(3000) {
+			stream = append(stream, pieces[rng.IntN(len(pieces))]...)
+		}
+		maxBytes := int64(4 + rng.IntN(40))
+		tail := &tailFilter{stream: r.NewStream(), keep: maxBytes + logtext.Margin}
+		for rest := stream; len(rest) > 0; {
+			n := 1 + rng.IntN(len(rest))
+			tail.Redact(nil, rest[:n])
+			rest = rest[n:]
+		}
+		tail.Flush(nil)
+		var res ExecResult
+		tail.window(&res, maxBytes)
+		want := logtext.Last(logtext.Held{Bytes: stream, Size: int64(len(stream)), Ended: true}, maxBytes)
+		if res.Text != string(want.Text) || res.Window != want.Cut || res.OutputBytes != len(want.Text) || res.StreamBytes != int64(len(stream)) {
+			t.Fatalf("%q, %d bytes: exec shows %q (window %v); logs shows %q (window %v)", stream, maxBytes, res.Text, res.Window, want.Text, want.Cut)
+		}
+	}
+}
