@@ -177,7 +177,7 @@ func feedMatcher(rng *rand.Rand, text, s string, ended bool) (int64, bool) {
 // nowhere the window's offset would not show it.
 func TestLogRenderingAgrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for iter := range 1500 {
+	for iter := range 1000 {
 		var b []byte
 		for range rng.IntN(16) {
 			b = append(b, renderPieces[rng.IntN(len(renderPieces))]...)
