@@ -1,6 +1,7 @@
 package wait
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"unicode/utf8"
@@ -29,6 +30,9 @@ type OutputMatcher struct {
 	// starts is a ring of the stream offsets of the last units, indexed
 	// by the count of units seen: a match is as many units as the literal
 	// has characters, so it begins where the unit that many back did.
+	// Only a literal that holds U+FFFD needs it: a match of any other
+	// holds no byte shown as U+FFFD, so it is as long in the stream as in
+	// the text.
 	starts []int64
 	units  int64
 	// never is set for a literal that is not valid UTF-8, which no text
@@ -53,7 +57,9 @@ func NewOutputMatcher(text string) *OutputMatcher {
 		fail[i] = k
 	}
 	m := &OutputMatcher{pattern: p, fail: fail, never: !utf8.Valid(p)}
-	m.starts = make([]int64, max(utf8.RuneCount(p), 1))
+	if bytes.Contains(p, []byte(logtext.Replacement)) {
+		m.starts = make([]int64, utf8.RuneCount(p))
+	}
 	if len(p) == 0 {
 		m.found = true
 	}
@@ -109,6 +115,30 @@ func (m *OutputMatcher) feed(chunk []byte, ended bool) (int64, bool) {
 		at += int64(i - np)
 	}
 	for i := 0; i < len(chunk); {
+		if m.starts == nil && chunk[i] < utf8.RuneSelf {
+			// ASCII is its own text, one unit a byte: scanned in this loop
+			// rather than a unit at a time (on an ASCII log, 500 MB/s
+			// against 350 on this 2-core machine, as fast as before the
+			// text had units).
+			p, k := m.pattern, m.state
+			for ; i < len(chunk) && chunk[i] < utf8.RuneSelf; i++ {
+				b := chunk[i]
+				for k > 0 && b != p[k] {
+					k = m.fail[k-1]
+				}
+				if b == p[k] {
+					k++
+				}
+				if k == len(p) {
+					m.found = true
+					m.offset = at + int64(i) + 1 - int64(len(p))
+					m.state = k
+					return m.offset, true
+				}
+			}
+			m.state = k
+			continue
+		}
 		n, _ := logtext.Unit(chunk[i:], ended)
 		if n == 0 {
 			m.pending = append(m.pending[:0], chunk[i:]...)
@@ -127,6 +157,9 @@ func (m *OutputMatcher) feed(chunk []byte, ended bool) (int64, bool) {
 // valid literal in valid text begins and ends at character boundaries, so
 // a match ends at the end of a unit.
 func (m *OutputMatcher) scanUnit(u []byte, start int64) bool {
+	if m.starts == nil {
+		return m.scanPlain(logtext.UnitText(u), start)
+	}
 	ring := int64(len(m.starts))
 	m.starts[m.units%ring] = start
 	m.units++
@@ -141,6 +174,31 @@ func (m *OutputMatcher) scanUnit(u []byte, start int64) bool {
 		if k == len(p) {
 			m.found = true
 			m.offset = m.starts[m.units%ring]
+			m.state = k
+			return true
+		}
+	}
+	m.state = k
+	return false
+}
+
+// scanPlain runs the automaton over text that begins at stream offset
+// start, for a literal without U+FFFD: a match of it holds no byte shown
+// as U+FFFD, so it is as long in the stream as in the text, and begins
+// len(literal) bytes before its end. text is whole characters, or the
+// U+FFFD of one byte, in which no such match can end.
+func (m *OutputMatcher) scanPlain(text []byte, start int64) bool {
+	p, k := m.pattern, m.state
+	for i, b := range text {
+		for k > 0 && b != p[k] {
+			k = m.fail[k-1]
+		}
+		if b == p[k] {
+			k++
+		}
+		if k == len(p) {
+			m.found = true
+			m.offset = start + int64(i) + 1 - int64(len(p))
 			m.state = k
 			return true
 		}
