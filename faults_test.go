@@ -120,6 +120,52 @@ func (l *faultLab) answer(c *exec.Cmd) (gjson.Result, int) {
 	return l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), status), status
 }
 
+// background starts c and returns what ends it: it waits for c and, if c
+// exited (rather than being killed), checks its answer and returns it.
+func (l *faultLab) background(c *exec.Cmd) (end func() (gjson.Result, bool)) {
+	l.t.Helper()
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	return func() (gjson.Result, bool) {
+		l.t.Helper()
+		c.Wait()
+		if !c.ProcessState.Exited() {
+			return gjson.Result{}, false
+		}
+		return l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode()), true
+	}
+}
+
+// startMonitor starts argv (a procmon start command line) that must
+// succeed, and returns the monitor's id and record.
+func (l *faultLab) startMonitor(faultAt string, args ...string) (string, *state.Monitor) {
+	l.t.Helper()
+	r, _ := l.answer(l.command(faultAt, args...))
+	id := r.Get("monitor_id").String()
+	m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
+	if err != nil {
+		l.t.Fatalf("start answered %s: %v", r.Raw, err)
+	}
+	return id, m
+}
+
+// awaitReceipt shows a monitor until it has a receipt, and returns it.
+func (l *faultLab) awaitReceipt(id string) gjson.Result {
+	l.t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		s := l.status(id)
+		if s.Get("receipt").Exists() {
+			return s
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("no receipt after %v: %s", patience, s.Raw)
+		}
+	}
+}
+
 func (l *faultLab) checkAnswer(args []string, out, errOut []byte, status int) gjson.Result {
 	l.t.Helper()
 	line, rest, _ := bytes.Cut(out, []byte{'\n'})
@@ -357,18 +403,14 @@ func TestFaultsStartPoints(t *testing.T) {
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
 			l := newFaultLab(t, 30, 20)
 			c := l.command(point, leakyService...)
-			var out, errOut bytes.Buffer
-			c.Stdout, c.Stderr = &out, &errOut
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
+			end := l.background(c)
 			victim := c.Process.Pid
 			if strings.HasPrefix(point, "guardian:") {
 				victim = guardianOf(t, c.Process.Pid)
 			}
 			awaitStopped(t, victim)
 			unix.Kill(victim, unix.SIGKILL)
-			c.Wait()
+			r, _ := end()
 			if strings.HasPrefix(point, "start:") {
 				if ids := l.monitors(); len(ids) != 1 || l.status(ids[0]).Get("status").String() != state.StatusRunning {
 					t.Fatalf("after its launcher was killed, monitors %v: want one running", ids)
@@ -376,7 +418,6 @@ func TestFaultsStartPoints(t *testing.T) {
 				l.settle()
 				return
 			}
-			r := l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
 			id := r.Get("error.details.monitor_id").String()
 			if r.Get("error.code").String() != string(protocol.CodeInternal) || id == "" {
 				t.Fatalf("start answered %s: want internal, naming the monitor", r.Raw)
@@ -398,22 +439,11 @@ func TestFaultsDrainPoints(t *testing.T) {
 	for _, point := range []string{"guardian:mid_drain", "guardian:before_receipt"} {
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
 			l := newFaultLab(t, 30, 20)
-			started, _ := l.answer(l.command(point, leakyService...))
-			id := started.Get("monitor_id").String()
-			m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := l.command("", "cancel", "--grace", "1", id)
-			var out, errOut bytes.Buffer
-			c.Stdout, c.Stderr = &out, &errOut
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
+			id, m := l.startMonitor(point, leakyService...)
+			end := l.background(l.command("", "cancel", "--grace", "1", id))
 			awaitStopped(t, m.GuardianPID)
 			unix.Kill(m.GuardianPID, unix.SIGKILL)
-			c.Wait()
-			r := l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+			r, _ := end()
 			if r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) {
 				t.Fatalf("cancel of a monitor whose guardian died at %s answered %s", point, r.Raw)
 			}
@@ -448,11 +478,7 @@ func TestFaultsRandom(t *testing.T) {
 		switch kind {
 		case 0, 1: // the start, or its guardian, at a random moment
 			c := l.command("", leakyService...)
-			var out, errOut bytes.Buffer
-			c.Stdout, c.Stderr = &out, &errOut
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
+			end := l.background(c)
 			time.Sleep(delay)
 			victim := c.Process.Pid
 			if kind == 1 {
@@ -461,23 +487,11 @@ func TestFaultsRandom(t *testing.T) {
 				}
 			}
 			unix.Kill(victim, unix.SIGKILL)
-			c.Wait()
-			if c.ProcessState.Exited() {
-				l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
-			}
+			end()
 		case 2, 3: // the cancel, or the guardian while it drains
-			started, _ := l.run(leakyService...)
-			id := started.Get("monitor_id").String()
-			m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
-			if err != nil {
-				t.Fatal(err)
-			}
+			id, m := l.startMonitor("", leakyService...)
 			c := l.command("", "cancel", "--grace", "1", id)
-			var out, errOut bytes.Buffer
-			c.Stdout, c.Stderr = &out, &errOut
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
+			end := l.background(c)
 			time.Sleep(delay)
 			victim := c.Process.Pid
 			if kind == 3 {
@@ -489,10 +503,7 @@ func TestFaultsRandom(t *testing.T) {
 			if victim > 0 {
 				unix.Kill(victim, unix.SIGKILL)
 			}
-			c.Wait()
-			if c.ProcessState.Exited() {
-				l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
-			}
+			end()
 		}
 		for _, id := range l.monitors() {
 			l.status(id)
@@ -507,12 +518,7 @@ func TestFaultsRandom(t *testing.T) {
 // reason says the heartbeat was missed.
 func TestFaultsStall(t *testing.T) {
 	l := newFaultLab(t, 2, 20)
-	started, _ := l.run("start", "--", "sleeper")
-	id := started.Get("monitor_id").String()
-	m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, m := l.startMonitor("", "start", "--", "sleeper")
 	stopOwnGuardian(t, l, m)
 	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -524,16 +530,7 @@ func TestFaultsStall(t *testing.T) {
 	}
 	stalled := l.status(id).Get("heartbeat_seq").Int()
 	unix.Kill(m.GuardianPID, unix.SIGCONT)
-	var final gjson.Result
-	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
-		final = l.status(id)
-		if final.Get("receipt").Exists() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the resumed guardian wrote no receipt in %v: %s", patience, final.Raw)
-		}
-	}
+	final := l.awaitReceipt(id)
 	if final.Get("status").String() != state.StatusCancelled || final.Get("reason").String() != "heartbeat_missed" || !final.Get("receipt.group_empty_verified").Bool() {
 		t.Fatalf("receipt of a guardian resumed past its window: %s", final.Raw)
 	}
@@ -621,12 +618,7 @@ func TestFaultsRunEndRacesStarts(t *testing.T) {
 // termination signals.
 func TestFaultsStraySignals(t *testing.T) {
 	l := newFaultLab(t, 30, 20)
-	started, _ := l.run("start", "--", "sleeper")
-	id := started.Get("monitor_id").String()
-	m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, m := l.startMonitor("", "start", "--", "sleeper")
 	for _, sig := range []unix.Signal{unix.SIGTRAP, unix.SIGSYS, unix.SIGSTKFLT, unix.SIGABRT, unix.SIGILL, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGUSR1, unix.SIGUSR2, unix.SIGALRM, unix.SIGVTALRM, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGPWR, unix.SIGIO, unix.SIGPIPE} {
 		unix.Kill(m.GuardianPID, sig)
 		// The status's ping is answered after the signal was handled:
@@ -637,12 +629,7 @@ func TestFaultsStraySignals(t *testing.T) {
 		}
 	}
 	unix.Kill(m.GuardianPID, unix.SIGTERM)
-	for deadline := time.Now().Add(patience); !l.status(id).Get("receipt").Exists(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no receipt %v after SIGTERM", patience)
-		}
-	}
-	if s := l.status(id); s.Get("reason").String() != "guardian_SIGTERM" || !s.Get("receipt.group_empty_verified").Bool() {
+	if s := l.awaitReceipt(id); s.Get("reason").String() != "guardian_SIGTERM" || !s.Get("receipt.group_empty_verified").Bool() {
 		t.Fatalf("after SIGTERM: %s", s.Raw)
 	}
 	l.settle()
@@ -674,15 +661,8 @@ func TestFaultsHostileServices(t *testing.T) {
 	}
 	// A gigabyte without a newline passes the output cap: the guardian
 	// drains it as output_limit, never blocked by it.
-	started, _ := l.run("start", "--", "sh", "-c", "head -c 1073741824 /dev/zero | tr '\\0' a")
-	id := started.Get("monitor_id").String()
-	var s gjson.Result
-	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-		if s = l.status(id); s.Get("receipt").Exists() || time.Now().After(deadline) {
-			break
-		}
-	}
-	if s.Get("status").String() != state.StatusOutputLimit || !s.Get("receipt.group_empty_verified").Bool() {
+	id, _ := l.startMonitor("", "start", "--", "sh", "-c", "head -c 1073741824 /dev/zero | tr '\\0' a")
+	if s := l.awaitReceipt(id); s.Get("status").String() != state.StatusOutputLimit || !s.Get("receipt.group_empty_verified").Bool() {
 		t.Fatalf("a gigabyte with no newline: %s", s.Raw)
 	}
 	l.settle()
@@ -865,13 +845,7 @@ func TestFaultsDescriptorLimits(t *testing.T) {
 // fails naming the monitor, whose receipt is reconciled.
 func TestFaultsStartStall(t *testing.T) {
 	l := newFaultLab(t, 2, 20)
-	c := l.command("guardian:after_spawn", leakyService...)
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	if err := c.Run(); err != nil && c.ProcessState == nil {
-		t.Fatal(err)
-	}
-	r := l.checkAnswer(c.Args[1:], out.Bytes(), errOut.Bytes(), c.ProcessState.ExitCode())
+	r, _ := l.answer(l.command("guardian:after_spawn", leakyService...))
 	id := r.Get("error.details.monitor_id").String()
 	if r.Get("error.code").String() != string(protocol.CodeInternal) || id == "" {
 		t.Fatalf("a start whose guardian stalled answered %s: want internal, naming the monitor", r.Raw)
