@@ -451,6 +451,28 @@ func (a *automaton) next(s int32, b byte) int32 {
 	}
 }
 
+// children calls fn with each edge of the trie below state s, the byte and
+// the state it leads to, until fn returns false. A full row also holds the
+// transitions that fall back along failure links; its children are the
+// states one deeper than s.
+func (a *automaton) children(s int32, fn func(b byte, v int32) bool) {
+	st := &a.states[s]
+	if n := st.info & 0xff; n != denseEdges {
+		for e := st.next; e < st.next+int32(n); e++ {
+			if !fn(a.edgeByte[e], a.edgeNext[e]) {
+				return
+			}
+		}
+		return
+	}
+	row := a.rows[int(st.next)<<8 : int(st.next+1)<<8]
+	for c, v := range row {
+		if a.states[v].depth == st.depth+1 && !fn(byte(c), v) {
+			return
+		}
+	}
+}
+
 // isolated reports whether text leads from the root to a state that has
 // no children and whose failure link is the root: no pattern extends text,
 // and none starts inside it after its first byte. Once text is matched the

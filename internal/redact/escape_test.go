@@ -405,3 +405,66 @@ func TestLanesResyncAfterSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneTailAtEndOfStream: whether a held tail is redacted at the end of
+// the stream depends on its bytes only, never on the write boundaries. A
+// lane holds a needle prefix that it decoded before an open run or escape
+// only if the run or escape may go on to spell the needle's next
+// character: "mu" begins "multi-line", but neither "mu" and spaces nor
+// "1\x0" begins a spelling of a needle. The scan forgets such a prefix
+// when a write holds the four bytes that refute it, and must not hold it
+// when no write does.
+func TestLaneTailAtEndOfStream(t *testing.T) {
+	r := mustNew(t, "multi-line\nsecret-value\r\nend", "1212345678", "hunter2-hunter2", "abc-é日🔑-xyz")
+	exact := *r
+	exact.exact = true
+	for in, redacted := range map[string]bool{
+		"00000000mu  ":            false, // a run may not follow "mu"
+		"00000000multi-line \t ":  true,  // a run stands for the line break
+		"00000000multi-line\r\n":  true,
+		"1\\x0":                   false, // \x0? is not '2'
+		"x 1\\x3":                 true,  // \x32 is
+		"x 1%3":                   true,
+		"x 1%4":                   false,
+		"x 1&#0":                  true, // &#050;
+		"x 1&#x":                  true,
+		"x hunter2-hunt\\u00":     true,
+		"x hunter2-hunt\\u01":     false,
+		"x hunter2-hunter\\U0000": true,
+		"x hunter2-hunter\\x0":    false,
+		"x abc-\\u00":             true, // é is \u00e9
+		"x abc-\\u01":             false,
+		"x abc-%c":                true, // é is %C3%A9
+		"x abc-%C3%a":             true,
+		"x abc-%C3%b":             false,
+		"x abc-&#2":               true, // &#233;
+		"x abc-é\\u65":            true, // 日 is \u65e5
+		"x abc-é日\\ud83":          true, // 🔑 is \ud83d\udd11
+		"x abc-é日\\ud83d\\ude":    false,
+		"x abc-é日&#x1f5":          true,
+		"x \\u00":                 true, // may begin any of them
+		"x &#x4":                  false,
+	} {
+		want := in
+		if redacted {
+			k := strings.LastIndexByte(in, ' ')
+			if k < 0 || strings.HasPrefix(in, "00000000") {
+				k = strings.IndexFunc(in, func(r rune) bool { return r != '0' }) - 1
+			}
+			want = in[:k+1] + Marker
+		}
+		if got := exact.String(in); got != want {
+			t.Errorf("%q without skipping: got %q, want %q", in, got, want)
+		}
+		for cut := 0; cut <= len(in); cut++ {
+			if got := string(feedCuts(r, []byte(in), cut)); got != want {
+				t.Errorf("%q cut at %d: got %q, want %q", in, cut, got, want)
+			}
+		}
+		for _, n := range []int{1, 2, 3} {
+			if got := string(feedSizes(r, []byte(in), func() int { return n })); got != want {
+				t.Errorf("%q in writes of %d: got %q, want %q", in, n, got, want)
+			}
+		}
+	}
+}

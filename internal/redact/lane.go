@@ -1,6 +1,9 @@
 package redact
 
-import "math/bits"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 // A lane reads the stream as one escaping family writes it: it decodes the
 // family's escapes (or collapses its runs) and feeds what they stand for to
@@ -212,41 +215,121 @@ func (l *lane) emit(s *Stream, c byte, from, to int64, escaped bool) {
 }
 
 // frontier returns the earliest raw position the lane may still need,
-// or pos. At the end of the stream (final), an escape that is still open
-// counts only if a needle's spelling may begin with it.
+// or pos.
+//
+// An open run stands for runAs whatever follows it, so the lane holds what
+// the state after runAs holds, not what the state before the run does:
+// "mu" before a run of spaces begins "multi-line", but "mu\n" begins no
+// needle.
+//
+// At the end of the stream (final), an open escape counts, and so does the
+// needle prefix decoded before it, only if the escape's bytes may go on to
+// spell what follows in a needle (mayContinue): "1" begins "1212345678",
+// but "1\x0" begins no spelling of it.
+//
+// Either way the answer depends on the bytes, never on what the lane
+// happens to know of the text before them: the scan forgets a state
+// (Stream.doomed) and the skip passes a position when the four bytes from
+// there begin no spelling, which they can judge only when a write holds
+// all four. Holding a prefix that the pending bytes cannot continue would
+// redact a tail or not according to the write boundaries.
 func (l *lane) frontier(s *Stream, pos int64, final bool) int64 {
 	if !l.detached {
 		return pos
 	}
 	a := s.r.ac
+	flag := holdFlag(l.kind)
+	mask := int64(len(l.ring) - 1)
+	if l.inRun {
+		// The run is decoded byte l.k, not yet in the ring.
+		switch h := a.heldBy(a.next(l.state, l.fam.runAs), flag); {
+		case h > 1:
+			return l.ring[(l.k+1-int64(h))&mask]
+		case h == 1:
+			return l.runStart
+		}
+		return pos
+	}
+	if l.escLen > 0 && final {
+		e := l.esc[:l.escLen]
+		for st := l.state; st != 0; st = a.states[st].fail {
+			if a.states[st].info&flag != 0 && l.mayContinue(a, st, e, flag) {
+				return l.ring[(l.k-int64(a.states[st].depth))&mask]
+			}
+		}
+		if l.mayContinue(a, 0, e, flag) {
+			return l.escStart
+		}
+		return pos
+	}
 	f := pos
-	h := a.heldBy(l.state, holdFlag(l.kind))
-	if h > 0 {
-		f = l.ring[(l.k-int64(h))&int64(len(l.ring)-1)]
+	if h := a.heldBy(l.state, flag); h > 0 {
+		f = l.ring[(l.k-int64(h))&mask]
 	}
-	if l.escLen > 0 && (!final || h > 0 || a.mayBegin(l.esc[:l.escLen])) {
+	if l.escLen > 0 {
 		f = min(f, l.escStart)
-	}
-	if l.inRun && a.heldBy(a.next(l.state, l.fam.runAs), holdFlag(l.kind)) > 0 {
-		f = min(f, l.runStart)
 	}
 	return f
 }
 
-// mayBegin reports whether the prefix filter admits a pattern beginning
-// with p, for some byte after p when p has only three.
-func (a *automaton) mayBegin(p []byte) bool {
-	switch {
-	case len(p) >= 4:
-		return a.hit(p, 0)
-	case len(p) == 3:
-		var q [4]byte
-		copy(q[:], p)
-		for c := 0; c < 256; c++ {
-			q[3] = byte(c)
-			if a.hit(q[:], 0) {
+// mayContinue reports whether e is the beginning of a spelling, by the
+// lane's family, of the text that follows state st in a needle the lane
+// reports (those whose prefixes carry flag). It reads the needles'
+// characters as the skip filters do (family.slots): a byte for a family of
+// byte slots, else a code point, and a byte that begins no valid UTF-8
+// sequence as itself only. It runs at the end of a stream, on an escape
+// that is still open: at most maxEscape bytes.
+func (l *lane) mayContinue(a *automaton, st int32, e []byte, flag uint32) bool {
+	if len(e) == 0 {
+		return true
+	}
+	found := false
+	a.children(st, func(b byte, v int32) bool {
+		if a.states[v].info&flag == 0 {
+			return true
+		}
+		if l.fam.byteSlots || b < utf8.RuneSelf {
+			found = l.spelledBy(a, v, l.fam.spellings(string([]byte{b}), l.fam.byteSlots, rune(b)), e, flag)
+		} else {
+			// A byte of a multi-byte character, as itself (the
+			// character's own spelling, a byte at a time), or the escapes
+			// of the character it begins.
+			found = e[0] == b && l.mayContinue(a, v, e[1:], flag) || l.mayContinueRune(a, v, []byte{b}, e, flag)
+		}
+		return !found
+	})
+	return found
+}
+
+// mayContinueRune is mayContinue for the escapes of a code point whose
+// UTF-8 begins with seq, which leads to state st.
+func (l *lane) mayContinueRune(a *automaton, st int32, seq, e []byte, flag uint32) bool {
+	if utf8.FullRune(seq) {
+		r, w := utf8.DecodeRune(seq)
+		if w != len(seq) || r == utf8.RuneError && w == 1 {
+			return false // not a character: its bytes are themselves only
+		}
+		return l.spelledBy(a, st, l.fam.spellings(string(seq), false, r)[1:], e, flag)
+	}
+	found := false
+	a.children(st, func(b byte, v int32) bool {
+		found = a.states[v].info&flag != 0 && l.mayContinueRune(a, v, append(seq[:len(seq):len(seq)], b), e, flag)
+		return !found
+	})
+	return found
+}
+
+// spelledBy reports whether e begins with one of the spellings sp of a
+// character that leads to state st, and what is left of e after it
+// continues from st; or whether e is the beginning of one of them.
+func (l *lane) spelledBy(a *automaton, st int32, sp []string, e []byte, flag uint32) bool {
+	for _, w := range sp {
+		if len(e) <= len(w) {
+			if string(e) == w[:len(e)] {
 				return true
 			}
+		} else if string(e[:len(w)]) == w && l.mayContinue(a, st, e[len(w):], flag) {
+			return true
 		}
 	}
 	return false
