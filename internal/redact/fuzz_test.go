@@ -76,6 +76,22 @@ func sizes(spec []byte, shift int) func() int {
 	}
 }
 
+// maxFuzzData and maxFuzzChunks bound what FuzzChunking reads of its
+// arguments. The fuzzing engine minimizes every input that finds new
+// coverage, not only failing ones: after cutting the tail it tries removing
+// every run of bytes, about n*n/2 calls for n bytes, for up to
+// -fuzzminimizetime (60s by default), and counts none of those calls as
+// execs. The mutator grows inputs to a kilobyte and more, whose
+// minimization would take minutes at the half millisecond a call of that
+// size takes, so each new one kept a worker at 0 execs/sec for the whole
+// minute. Bytes past the bound change nothing, so the minimizer cuts them
+// first and is done in seconds; with the pieces, maxFuzzData bytes still
+// expand to several KiB, more than maxPending spans.
+const (
+	maxFuzzData   = 256
+	maxFuzzChunks = 32
+)
+
 // FuzzChunking checks the streaming invariant: whatever the write
 // boundaries, the output equals whole-input redaction, which equals the
 // byte-by-byte scan without skipping, escape lanes included; no needle of a
@@ -103,6 +119,8 @@ func FuzzChunking(f *testing.F) {
 	exact := *r
 	exact.exact = true
 	f.Fuzz(func(t *testing.T, data, chunks []byte) {
+		data = data[:min(len(data), maxFuzzData)]
+		chunks = chunks[:min(len(chunks), maxFuzzChunks)]
 		in := expand(pieces, data)
 		whole := []byte(r.String(string(in)))
 		checkNoLeak(t, needles, "whole", whole)
