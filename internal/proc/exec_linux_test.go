@@ -86,7 +86,12 @@ func TestExecDeadlineDrains(t *testing.T) {
 }
 
 func TestExecDrainsSetsidEscapee(t *testing.T) {
-	res := runExec(t, context.Background(), execSpec("setsid sleep 1000 & echo $!"))
+	// The command ends only once the escapee has its own session (field 6
+	// of its stat): ended sooner, the drain could find it still in the
+	// group, signalled as a member, not as an escapee.
+	res := runExec(t, context.Background(), execSpec(`setsid sleep 1000 & p=$!; i=0
+while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done
+echo $p`))
 	pid, err := strconv.Atoi(strings.TrimSpace(res.Text))
 	if err != nil {
 		t.Fatalf("text %q", res.Text)
