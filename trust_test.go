@@ -1,19 +1,27 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
 )
 
 // plant symlink PATH TARGET | fifo PATH | sparse PATH SIZE | hardlink PATH
@@ -161,5 +169,67 @@ func cmdBounded(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if strings.Contains(stderr.String(), "goroutine ") {
 		ts.Fatalf("bounded: procmon wrote a stack trace: %s", stderr.Bytes())
+	}
+}
+
+// TestPlantedControlSocketIsNotTrusted puts a socket served by another
+// process in place of a live guardian's control socket, answering every
+// request with a forged receipt and a current window: cancel refuses it
+// (state_unsafe, naming it) instead of answering with the forgery, status
+// shows the record's truth, and once the real socket is back cancel
+// drains the service as ever.
+func TestPlantedControlSocketIsNotTrusted(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	id := gjson.GetBytes(runProcmon(t, procmon, "start", "--", "sleeper"), "monitor_id").String()
+	sock := filepath.Join(stateDir, "monitors", id, state.ControlName)
+	if err := os.Rename(sock, sock+".real"); err != nil {
+		t.Fatal(err)
+	}
+	// Bound through a descriptor of the directory: the path itself is
+	// longer than a socket address may be.
+	mdir, err := os.Open(filepath.Dir(sock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mdir.Close()
+	l, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", mdir.Fd(), state.ControlName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := `{"receipt":{"status":"exited","reason":"exited","exit_code":0,"signal":null,"signals":[],"group_empty_verified":true,"output_drained":true,"containment":"complete","custody":"guardian","finished_at_ms":1},"custody_until_ms":9999999999999}` + "\n"
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			bufio.NewReader(c).ReadBytes('\n') // the request, as a guardian reads it
+			c.Write([]byte(forged))
+			c.Close()
+		}
+	}()
+
+	out, _ := procmon("cancel", id).Output()
+	if code := gjson.GetBytes(out, "error.code").String(); code != string(protocol.CodeStateUnsafe) || !strings.Contains(string(out), state.ControlName) {
+		t.Fatalf("cancel through a planted socket answered %s", out)
+	}
+	status := runProcmon(t, procmon, "status", id)
+	if s := gjson.GetBytes(status, "status").String(); s != state.StatusRunning || gjson.GetBytes(status, "exit_code").Exists() {
+		t.Fatalf("status through a planted socket: %s", status)
+	}
+
+	l.Close()
+	os.Remove(sock)
+	if err := os.Rename(sock+".real", sock); err != nil {
+		t.Fatal(err)
+	}
+	receipt := runProcmon(t, procmon, "cancel", id)
+	if gjson.GetBytes(receipt, "status").String() != state.StatusCancelled || !gjson.GetBytes(receipt, "group_empty_verified").Bool() {
+		t.Fatalf("cancel once the socket is back: %s", receipt)
+	}
+	if problems := leftovers(stateDir, true); len(problems) > 0 {
+		t.Fatalf("left behind: %v", problems)
 	}
 }

@@ -294,7 +294,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 	// once, not at the next notice: a wait that returned leaves nothing.
 	before := socketCount(m.GuardianPID)
 	for range 5 {
-		_, sub, err := proc.WatchChanges(context.Background(), dir, started.MonitorID)
+		_, sub, err := proc.WatchChanges(context.Background(), dir, m)
 		if err != nil {
 			t.Fatalf("subscribe: %v", err)
 		}
@@ -306,7 +306,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 		}
 	}
 
-	notices, sub, err := proc.WatchChanges(context.Background(), dir, started.MonitorID)
+	notices, sub, err := proc.WatchChanges(context.Background(), dir, m)
 	if err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
@@ -344,7 +344,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 	if m, err := dir.LoadMonitor(started.MonitorID); err != nil || m.Receipt == nil {
 		t.Fatalf("notices ended before the receipt was durable: %+v, %v", m, err)
 	}
-	if _, _, err := proc.WatchChanges(context.Background(), dir, started.MonitorID); !proc.IsNoGuardian(err) {
+	if _, _, err := proc.WatchChanges(context.Background(), dir, m); !proc.IsNoGuardian(err) {
 		t.Fatalf("subscribe after the receipt: %v, want no guardian", err)
 	}
 	if problems := leftovers(stateDir, true); len(problems) > 0 {

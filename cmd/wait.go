@@ -221,7 +221,9 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 			}
 			return custodyOf(o, env.Now()), nil
 		},
-		Changes: func(ctx context.Context) (<-chan struct{}, io.Closer, error) { return proc.WatchChanges(ctx, dir, id) },
+		Changes: func(ctx context.Context) (<-chan struct{}, io.Closer, error) {
+			return proc.WatchChanges(ctx, dir, o.Monitor)
+		},
 	}
 	if cond.Kind == wait.KindFile {
 		rules, err := fileRules(dir, o.Monitor)

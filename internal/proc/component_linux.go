@@ -90,18 +90,15 @@ var errNotTheGuardian = errors.New("the control socket is not served by the moni
 // with unix.Close. It gives up when ctx ends or after 10 s, and returns
 // errNoGuardian (see IsNoGuardian) when no guardian answers.
 func ComponentRoot(ctx context.Context, dir *state.Dir, m *state.Monitor) (int, error) {
-	conn, err := dialGuardian(dir.MonitorDir(m.MonitorID))
+	// The descriptor is trusted as the root only from the guardian the
+	// record names, alive with its recorded start time (see dialGuardian).
+	conn, err := dialGuardian(dir, m)
 	if err != nil {
 		return -1, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	defer unblockOnDone(ctx, conn)()
-	// The descriptor is trusted as the root only from the guardian the
-	// record names, alive with its recorded start time.
-	if pid, err := peerPID(conn); err != nil || pid != m.GuardianPID || !Matches(pid, m.GuardianStartTicks) {
-		return -1, errNotTheGuardian
-	}
 	data, _ := json.Marshal(controlRequest{Op: "root"})
 	if _, err := conn.Write(append(data, '\n')); err != nil {
 		return -1, errNoGuardian

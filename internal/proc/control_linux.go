@@ -203,10 +203,14 @@ func (g *guardian) handle(conn *net.UnixConn) {
 	conn.Write(append(data, '\n'))
 }
 
-// dialGuardian connects to the control socket in the monitor directory
-// mdir, or returns errNoGuardian.
-func dialGuardian(mdir string) (*net.UnixConn, error) {
-	fd, err := unix.Open(mdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// dialGuardian connects to the control socket of monitor m's guardian,
+// or returns errNoGuardian. Whatever answers there must be the guardian
+// the record names, alive with its recorded start time (its peer
+// credentials say so): a socket planted in the monitor's directory, or
+// left by a guardian whose pid now names another process, answers
+// nothing procmon would trust, a receipt least of all.
+func dialGuardian(dir *state.Dir, m *state.Monitor) (*net.UnixConn, error) {
+	fd, err := unix.Open(dir.MonitorDir(m.MonitorID), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, errNoGuardian
 	}
@@ -214,6 +218,10 @@ func dialGuardian(mdir string) (*net.UnixConn, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socketPath(fd), Net: "unix"})
 	if err != nil {
 		return nil, errNoGuardian
+	}
+	if pid, err := peerPID(conn); err != nil || pid != m.GuardianPID || !Matches(pid, m.GuardianStartTicks) {
+		conn.Close()
+		return nil, errNotTheGuardian
 	}
 	return conn, nil
 }
@@ -227,22 +235,16 @@ func unblockOnDone(ctx context.Context, conn *net.UnixConn) (stop func() bool) {
 // errNoGuardian means the control socket has no live guardian behind it.
 var errNoGuardian = errors.New("guardian is not answering on its control socket")
 
-// ask sends one control request to a monitor's guardian and returns its
+// ask sends one control request to monitor m's guardian and returns its
 // reply; waiting for a drain can take the whole grace, so there is no
 // deadline beyond the one given.
-func ask(mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
-	return askContext(context.Background(), mdir, req, timeout)
-}
-
-// askContext is ask that also gives up when ctx ends.
-func askContext(ctx context.Context, mdir string, req controlRequest, timeout time.Duration) (*controlReply, error) {
-	conn, err := dialGuardian(mdir)
+func ask(dir *state.Dir, m *state.Monitor, req controlRequest, timeout time.Duration) (*controlReply, error) {
+	conn, err := dialGuardian(dir, m)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
-	defer unblockOnDone(ctx, conn)()
 	data, _ := json.Marshal(req)
 	if _, err := conn.Write(append(data, '\n')); err != nil {
 		return nil, errNoGuardian
@@ -264,27 +266,30 @@ func askContext(ctx context.Context, mdir string, req controlRequest, timeout ti
 // RequestDrain asks a monitor's guardian to drain for reason with the given
 // grace and waits for its receipt, durable unless the reply's StateError
 // says why not yet. It returns errNoGuardian when no guardian answers.
-func RequestDrain(dir *state.Dir, id string, graceMs int64, reason string) (*controlReply, error) {
+func RequestDrain(dir *state.Dir, m *state.Monitor, graceMs int64, reason string) (*controlReply, error) {
 	timeout := time.Duration(graceMs+drainBoundMs)*time.Millisecond + 30*time.Second
-	reply, err := ask(dir.MonitorDir(id), controlRequest{Op: "cancel", GraceMs: graceMs, Reason: reason}, timeout)
+	reply, err := ask(dir, m, controlRequest{Op: "cancel", GraceMs: graceMs, Reason: reason}, timeout)
 	if err != nil {
 		return nil, err
 	}
 	if reply.Receipt == nil {
-		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without a receipt", id)
+		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s replied without a receipt", m.MonitorID)
 	}
 	return reply, nil
 }
 
-// IsNoGuardian reports whether err means no guardian answered.
-func IsNoGuardian(err error) bool { return errors.Is(err, errNoGuardian) }
+// IsNoGuardian reports whether err means no guardian (none that the
+// record names) answered.
+func IsNoGuardian(err error) bool {
+	return errors.Is(err, errNoGuardian) || errors.Is(err, errNotTheGuardian)
+}
 
 // LiveCounters refreshes a live monitor's output counters from its
 // guardian; the record's copy is only as fresh as the last heartbeat.
 // It returns what stops the guardian from writing the record, if
 // anything. A guardian that does not answer leaves the record's values.
 func LiveCounters(dir *state.Dir, m *state.Monitor) (stateError string) {
-	reply, err := ask(dir.MonitorDir(m.MonitorID), controlRequest{Op: "ping"}, 2*time.Second)
+	reply, err := ask(dir, m, controlRequest{Op: "ping"}, 2*time.Second)
 	if err != nil {
 		return ""
 	}

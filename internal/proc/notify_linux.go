@@ -95,8 +95,8 @@ func (g *guardian) serveWatch(conn *net.UnixConn) {
 // changes (notices merge), and is closed when the guardian ends custody or
 // dies. Closing the Closer ends the subscription. It returns errNoGuardian
 // when no guardian answers, before ctx ends or within 10 s.
-func WatchChanges(ctx context.Context, dir *state.Dir, id string) (<-chan struct{}, io.Closer, error) {
-	conn, err := dialGuardian(dir.MonitorDir(id))
+func WatchChanges(ctx context.Context, dir *state.Dir, m *state.Monitor) (<-chan struct{}, io.Closer, error) {
+	conn, err := dialGuardian(dir, m)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"procmon/internal/protocol"
@@ -66,7 +67,7 @@ func (o *Observation) lapsed() bool {
 // (see guardian.renew). A guardian that has drained meanwhile answers
 // with its receipt, stored or not.
 func (o *Observation) askGuardian(dir *state.Dir) {
-	reply, err := ask(dir.MonitorDir(o.Monitor.MonitorID), controlRequest{Op: "ping"}, time.Second)
+	reply, err := ask(dir, o.Monitor, controlRequest{Op: "ping"}, time.Second)
 	if err != nil {
 		return
 	}
@@ -151,7 +152,12 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*Observati
 	if o.Status == state.StatusNeedsReconciliation {
 		return nil, NeedsReconciliation(o)
 	}
-	reply, err := RequestDrain(dir, id, graceMs, reason)
+	reply, err := RequestDrain(dir, o.Monitor, graceMs, reason)
+	if errors.Is(err, errNotTheGuardian) && Matches(o.Monitor.GuardianPID, o.Monitor.GuardianStartTicks) {
+		// The guardian lives, but what answers on its socket is not it.
+		path := filepath.Join(dir.MonitorDir(id), state.ControlName)
+		return nil, protocol.Errorf(protocol.CodeStateUnsafe, "%s is not served by the guardian of %s (pid %d), so nothing it says is trusted; inspect it by hand", path, id, o.Monitor.GuardianPID).With("path", path).With("monitor_id", id)
+	}
 	if err != nil && !IsNoGuardian(err) {
 		var pe *protocol.Error
 		// A guardian killed while it answers closes its sockets before the
@@ -173,6 +179,9 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*Observati
 		o = &Observation{Monitor: &m, Status: reply.Receipt.Status, StateError: reply.StateError}
 	}
 	if !o.Terminal() {
+		if o.Why == "" {
+			o.Why = "its guardian did not answer the cancel"
+		}
 		return nil, NeedsReconciliation(o)
 	}
 	return o, nil
