@@ -213,7 +213,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	}
 	target := wait.Target{
 		Dir:     dir.MonitorDir(id),
-		LogPath: filepath.Join(dir.MonitorDir(id), state.LogName),
+		OpenLog: func() (*os.File, error) { return dir.OpenLog(id) },
 		Observe: func() (wait.Custody, error) {
 			o, err := proc.Observe(dir, id)
 			if err != nil {

@@ -254,7 +254,7 @@ func TestLogRenderingAgrees(t *testing.T) {
 			t.Fatalf("%s: incomplete_utf8 %v ending at %d, the decided end is %d", desc, w.IncompleteUTF8, w.NextOffset, decided)
 		}
 		if offset == nil {
-			tail := strings.Join(wait.Tail(path, 1<<20, int(maxBytes), ended), "\n")
+			tail := strings.Join(wait.Tail(func() (*os.File, error) { return os.Open(path) }, 1<<20, int(maxBytes), ended), "\n")
 			if want := strings.TrimSuffix(w.Text, "\n"); tail != want {
 				t.Fatalf("%s: the wait's log tail shows %q; logs shows %q", desc, tail, want)
 			}

@@ -50,8 +50,11 @@ type Target struct {
 	// Dir is the monitor's directory: its record is replaced and its log
 	// written there, so a watch on it wakes the wait on every change.
 	Dir string
-	// LogPath is the redacted output stream, which only grows.
-	LogPath string
+	// OpenLog opens the redacted output stream, which only grows, for
+	// reading; an error that is fs.ErrNotExist means it is not made yet.
+	// (The caller checks what it opens: a link or a FIFO planted in its
+	// place is refused, never followed or waited on.)
+	OpenLog func() (*os.File, error)
 	// RootPath is the component root as the record names it: the
 	// directory the service was started in. No file is ever reached
 	// through it. On every look at a file it must still name the held
@@ -485,7 +488,7 @@ func (e *evaluation) step(timeUp bool) (string, error) {
 // look; ended says the log will not grow.
 func (e *evaluation) lookAtOutput(ended bool) (bool, error) {
 	if e.log == nil {
-		f, err := os.Open(e.target.LogPath)
+		f, err := e.target.OpenLog()
 		if errors.Is(err, os.ErrNotExist) {
 			// Not created yet; its creation wakes the watch.
 			return false, nil
@@ -602,7 +605,7 @@ func (e *evaluation) evidence(outcome string, elapsed time.Duration) Evidence {
 		o.RefusalsSeen = e.seen
 	}
 	if outcome != OutcomeSatisfied {
-		o.LogTail = Tail(e.target.LogPath, TailLines, TailBytes, cust.Terminal)
+		o.LogTail = Tail(e.target.OpenLog, TailLines, TailBytes, cust.Terminal)
 	}
 	return Evidence{Outcome: outcome, Observation: o}
 }

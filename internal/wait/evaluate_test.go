@@ -89,7 +89,7 @@ func (m *fakeMonitor) print(t *testing.T, s string) {
 }
 
 func (m *fakeMonitor) target(root string) Target {
-	t := Target{Dir: m.dir, LogPath: m.log, Observe: m.observe}
+	t := Target{Dir: m.dir, OpenLog: func() (*os.File, error) { return os.Open(m.log) }, Observe: m.observe}
 	if root != "" {
 		// As a guardian would hand it over: opened at once, held since.
 		t.RootPath = root

@@ -14,11 +14,11 @@ import (
 // still shows its end. ended says the log will not grow, so a trailing
 // partial character shows as U+FFFD rather than being left out. It
 // returns nil when the file cannot be read or is empty.
-func Tail(path string, n int, maxBytes int, ended bool) []string {
+func Tail(open func() (*os.File, error), n int, maxBytes int, ended bool) []string {
 	if n <= 0 || maxBytes <= 0 {
 		return nil
 	}
-	f, err := os.Open(path)
+	f, err := open()
 	if err != nil {
 		return nil
 	}

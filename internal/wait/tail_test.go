@@ -4,6 +4,7 @@ package wait
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,11 +18,11 @@ func TestTailLastLines(t *testing.T) {
 		fmt.Fprintf(&b, "line %d\n", i)
 	}
 	writeFile(t, name, b.String())
-	if got, want := Tail(name, 3, 1<<20, true), []string{"line 8", "line 9", "line 10"}; !reflect.DeepEqual(got, want) {
+	if got, want := Tail(opener(name), 3, 1<<20, true), []string{"line 8", "line 9", "line 10"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Tail = %q; want %q", got, want)
 	}
 	// Fewer lines than asked for.
-	if got := Tail(name, 50, 1<<20, true); len(got) != 10 || got[0] != "line 1" {
+	if got := Tail(opener(name), 50, 1<<20, true); len(got) != 10 || got[0] != "line 1" {
 		t.Fatalf("Tail = %q; want all 10 lines", got)
 	}
 }
@@ -29,7 +30,7 @@ func TestTailLastLines(t *testing.T) {
 func TestTailUnterminatedLastLine(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "log")
 	writeFile(t, name, "a\nb\npartial")
-	if got, want := Tail(name, 2, 100, true), []string{"b", "partial"}; !reflect.DeepEqual(got, want) {
+	if got, want := Tail(opener(name), 2, 100, true), []string{"b", "partial"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Tail = %q; want %q", got, want)
 	}
 }
@@ -37,14 +38,14 @@ func TestTailUnterminatedLastLine(t *testing.T) {
 func TestTailLongLines(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "log")
 	writeFile(t, name, "short\n"+strings.Repeat("x", 100)+"\n")
-	got := Tail(name, 5, 10, true)
+	got := Tail(opener(name), 5, 10, true)
 	if want := []string{strings.Repeat("x", 9)}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Tail = %q; want %q", got, want)
 	}
 
 	// A long line in the middle is cut; what follows it is whole.
 	writeFile(t, name, "a\n"+strings.Repeat("y", 50)+"\nb\nc\n")
-	got = Tail(name, 5, 20, true)
+	got = Tail(opener(name), 5, 20, true)
 	total := 0
 	for _, l := range got {
 		total += len(l)
@@ -56,8 +57,8 @@ func TestTailLongLines(t *testing.T) {
 
 func TestTailCutsAtCharacter(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "log")
-	writeFile(t, name, "ééééé\n") // 10 bytes of text
-	got := Tail(name, 1, 6, true) // the window starts inside an é
+	writeFile(t, name, "ééééé\n")         // 10 bytes of text
+	got := Tail(opener(name), 1, 6, true) // the window starts inside an é
 	if want := []string{"éé"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Tail = %q; want %q", got, want)
 	}
@@ -65,19 +66,24 @@ func TestTailCutsAtCharacter(t *testing.T) {
 
 func TestTailUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	if got := Tail(filepath.Join(dir, "missing"), 3, 100, true); got != nil {
+	if got := Tail(opener(filepath.Join(dir, "missing")), 3, 100, true); got != nil {
 		t.Fatalf("Tail of a missing file = %q", got)
 	}
-	if got := Tail(dir, 3, 100, true); got != nil {
+	if got := Tail(opener(dir), 3, 100, true); got != nil {
 		t.Fatalf("Tail of a directory = %q", got)
 	}
 	name := filepath.Join(dir, "empty")
 	writeFile(t, name, "")
-	if got := Tail(name, 3, 100, true); got != nil {
+	if got := Tail(opener(name), 3, 100, true); got != nil {
 		t.Fatalf("Tail of an empty file = %q", got)
 	}
 	writeFile(t, name, "x\n")
-	if got := Tail(name, 0, 100, true); got != nil {
+	if got := Tail(opener(name), 0, 100, true); got != nil {
 		t.Fatalf("Tail of no lines = %q", got)
 	}
+}
+
+// opener opens path for Tail.
+func opener(path string) func() (*os.File, error) {
+	return func() (*os.File, error) { return os.Open(path) }
 }
