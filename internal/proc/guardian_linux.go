@@ -195,7 +195,8 @@ func writeHandoff(w *os.File, h handoff) {
 // delay: nothing is written to it before. Without it, stderr is let go
 // all the same.
 func (g *guardian) logToOwnFile() {
-	if !redirect(2, filepath.Join(g.mdir, state.GuardianLogName), unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW) {
+	// Not following a link, and never waiting on a FIFO planted there.
+	if !redirect(2, filepath.Join(g.mdir, state.GuardianLogName), unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK) {
 		redirectToDevNull(2)
 	}
 }
@@ -367,7 +368,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 		return err
 	}
 	redirectToDevNull(0) // the spec pipe is done with
-	if err := g.out.openLog(g.mdir); err != nil {
+	if err := g.out.openLog(g.dir, g.monitorID); err != nil {
 		return err
 	}
 	<-g.sig.TerminationCaught

@@ -3,7 +3,6 @@ package proc
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -82,8 +81,8 @@ func newOutputCopier() (*outputCopier, error) {
 }
 
 // openLog opens the monitor's output log, made empty by the launcher.
-func (o *outputCopier) openLog(mdir string) error {
-	log, err := os.OpenFile(filepath.Join(mdir, state.LogName), os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
+func (o *outputCopier) openLog(dir *state.Dir, monitorID string) error {
+	log, err := dir.OpenLogForAppend(monitorID)
 	if err != nil {
 		return fmt.Errorf("open output log: %w", err)
 	}

@@ -22,11 +22,18 @@ func newTestCopier(t *testing.T, limit *int64) *outputCopier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, state.LogName), nil, 0o600); err != nil {
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.openLog(dir); err != nil {
+	id := state.NewID("m_")
+	if err := dir.CreateMonitorDir(id, state.Maker{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir.MonitorDir(id), state.LogName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.openLog(dir, id); err != nil {
 		t.Fatal(err)
 	}
 	if limit != nil {
