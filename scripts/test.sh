@@ -32,7 +32,7 @@ echo "== the fault suite (kills and stops procmon at the points of custody; FAUL
 go test -tags faultpoints -count=1 -run '^TestFaults' .
 
 echo "== fuzz the redactor (short; run longer by hand with -fuzztime 10m)"
-go test -run '^$' -fuzz '^FuzzChunking$' -fuzztime 15s ./internal/redact
+go test -run '^$' -fuzz '^FuzzChunking$' -fuzztime 15s -fuzzminimizetime 5s ./internal/redact
 
 echo "== Python shim"
 tmp=$(mktemp -d)
