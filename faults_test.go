@@ -361,6 +361,30 @@ func awaitStopped(t *testing.T, pid int) {
 	}
 }
 
+// awaitSession waits until the session led by sid holds n processes or
+// more, its leader included.
+func awaitSession(t *testing.T, sid, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(2 * time.Millisecond) {
+		count := 0
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, p := range stats {
+			b, err := os.ReadFile(p)
+			if i := bytes.LastIndexByte(b, ')'); err == nil && i > 0 {
+				if f := strings.Fields(string(b[i+1:])); len(f) > 3 && f[3] == strconv.Itoa(sid) {
+					count++
+				}
+			}
+		}
+		if count >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %d holds %d processes after %v, want %d", sid, count, patience, n)
+		}
+	}
+}
+
 // guardianOf returns the guardian a start launched: the launcher's child.
 func guardianOf(t *testing.T, launcher int) int {
 	t.Helper()
@@ -394,10 +418,12 @@ var leakyService = []string{"start", "--", "sh", "-c", "sleeper & sleeper & exec
 
 // TestFaultsStartPoints kills a start's guardian at each point of its
 // start, and the launcher once the guardian may spawn. A guardian lost
-// before its running handoff leaves a trace from which the start itself
-// stops what it had spawned: the start fails naming the monitor, whose
-// receipt is reconciled and shows no exit code. A launcher lost after
-// the slot leaves a monitor in custody.
+// before its running handoff leaves a trace (the directory that names it,
+// then its record) from which the start itself stops what it had
+// spawned, here the service's children that outlive the service: the
+// start fails, naming the monitor and its reconciled receipt (no exit
+// code) once the record exists. A launcher lost after the slot leaves a
+// monitor in custody.
 func TestFaultsStartPoints(t *testing.T) {
 	for _, point := range []string{"guardian:before_spawn", "guardian:after_spawn", "guardian:after_record", "start:before_handoff"} {
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
@@ -409,6 +435,12 @@ func TestFaultsStartPoints(t *testing.T) {
 				victim = guardianOf(t, c.Process.Pid)
 			}
 			awaitStopped(t, victim)
+			if point == "guardian:after_spawn" {
+				// The service runs on while its guardian is stopped: let it
+				// fork the children a lost guardian would leak (the
+				// session holds the guardian, the service and those two).
+				awaitSession(t, victim, 4)
+			}
 			unix.Kill(victim, unix.SIGKILL)
 			r, _ := end()
 			if strings.HasPrefix(point, "start:") {
@@ -418,9 +450,20 @@ func TestFaultsStartPoints(t *testing.T) {
 				l.settle()
 				return
 			}
+			if r.Get("error.code").String() != string(protocol.CodeInternal) {
+				t.Fatalf("start answered %s: want internal", r.Raw)
+			}
 			id := r.Get("error.details.monitor_id").String()
-			if r.Get("error.code").String() != string(protocol.CodeInternal) || id == "" {
-				t.Fatalf("start answered %s: want internal, naming the monitor", r.Raw)
+			if point != "guardian:after_record" {
+				// Never recorded: no monitor, and nothing left (settle).
+				if id != "" || len(l.monitors()) != 0 {
+					t.Fatalf("a start that never recorded its monitor answered %s, and list shows %v", r.Raw, l.monitors())
+				}
+				l.settle()
+				return
+			}
+			if id == "" {
+				t.Fatalf("start answered %s: want the monitor named", r.Raw)
 			}
 			s := l.status(id)
 			if s.Get("status").String() != state.StatusCancelled || s.Get("receipt.custody").String() != state.CustodyReconciled || !s.Get("receipt.group_empty_verified").Bool() || s.Get("exit_code").Exists() {
@@ -846,12 +889,8 @@ func TestFaultsDescriptorLimits(t *testing.T) {
 func TestFaultsStartStall(t *testing.T) {
 	l := newFaultLab(t, 2, 20)
 	r, _ := l.answer(l.command("guardian:after_spawn", leakyService...))
-	id := r.Get("error.details.monitor_id").String()
-	if r.Get("error.code").String() != string(protocol.CodeInternal) || id == "" {
-		t.Fatalf("a start whose guardian stalled answered %s: want internal, naming the monitor", r.Raw)
-	}
-	if s := l.status(id); s.Get("receipt.custody").String() != state.CustodyReconciled || !s.Get("receipt.group_empty_verified").Bool() {
-		t.Fatalf("status of the monitor whose guardian stalled in its start: %s", s.Raw)
+	if r.Get("error.code").String() != string(protocol.CodeInternal) || len(l.monitors()) != 0 {
+		t.Fatalf("a start whose guardian stalled answered %s, and list shows %v: want internal, and no monitor", r.Raw, l.monitors())
 	}
 	l.settle()
 }

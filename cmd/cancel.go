@@ -170,7 +170,7 @@ func liveMonitorsOfRun(env *Env, g *globals) ([]string, error) {
 	var live []*state.Monitor
 	for _, id := range ids {
 		m, err := dir.LoadMonitor(id)
-		if err == nil && m.RunID == runID && m.Receipt == nil && m.Phase != state.PhaseStarting {
+		if err == nil && m.RunID == runID && m.Receipt == nil {
 			live = append(live, m)
 		}
 	}

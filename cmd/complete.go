@@ -77,8 +77,6 @@ func describe(m *state.Monitor) string {
 	status := state.StatusRunning
 	if m.Receipt != nil {
 		status = m.Receipt.Status
-	} else if m.Phase == state.PhaseStarting {
-		status = "starting"
 	}
 	return strings.TrimSpace(m.Name + " " + status + " " + shellQuote(m.Argv))
 }

@@ -109,7 +109,7 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 	var live, ended []*state.Monitor
 	for _, id := range ids {
 		m, err := dir.LoadMonitor(id)
-		if err != nil || m.RunID != runID || m.Name != name || m.Phase == state.PhaseStarting {
+		if err != nil || m.RunID != runID || m.Name != name {
 			continue
 		}
 		if m.Receipt == nil {

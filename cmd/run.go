@@ -196,7 +196,7 @@ func runEnd(env *Env, id string) (*runEndResponse, error) {
 	inFlightBound := time.Now().Add(30 * time.Second)
 	for _, mid := range ids {
 		m, err := dir.LoadMonitor(mid)
-		inFlight := protocol.HasCode(err, protocol.CodeUnknownMonitor) || (err == nil && m.Phase == state.PhaseStarting)
+		inFlight := protocol.HasCode(err, protocol.CodeUnknownMonitor)
 		if !inFlight && (err != nil || m.RunID != id) {
 			continue
 		}

@@ -248,10 +248,12 @@ func newGuardian(stateDir, monitorID string, sig *early.Signals, selfTicks uint6
 	return g, nil
 }
 
-// open listens on the control socket in the monitor's directory, opens
-// the first record's temp file and writes the guardian's starting record,
-// durably, before anything is spawned (see state.PhaseStarting).
-func (g *guardian) open() error {
+// open listens on the control socket in the monitor's directory and
+// opens the first record's temp file; once the launcher has said, on in,
+// that the directory is durable, it opens the output log, which the
+// launcher makes meanwhile. It reads in only once slotRead is closed:
+// after start has read the byte before it, or given up.
+func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	dir, err := state.Open(g.stateDir)
 	if err != nil {
 		return err
@@ -264,30 +266,17 @@ func (g *guardian) open() error {
 	if g.firstRecord, err = dir.OpenFirstRecord(g.monitorID); err != nil {
 		return err
 	}
-	return dir.SaveMonitor(g.startingRecord(), true)
+	<-slotRead
+	if b, err := in.ReadByte(); err != nil || b != dirDurable {
+		return errNotDurable
+	}
+	redirectToDevNull(0) // the spec pipe is done with
+	return g.out.openLog(g.dir, g.monitorID)
 }
 
-// startingRecord is the trace that precedes the spawn: who the guardian
-// is, in which boot, for which run and command slot. It holds nothing
-// that came from the request but ids and numbers: the redactor may not
-// be ready yet.
-func (g *guardian) startingRecord() *state.Monitor {
-	s := g.spec
-	return &state.Monitor{
-		MonitorID:          s.MonitorID,
-		RunID:              s.RunID,
-		Argv:               []string{},
-		CommandOrdinal:     s.CommandOrdinal,
-		BootID:             g.bootID,
-		GuardianPID:        g.self,
-		GuardianStartTicks: g.selfTicks,
-		AdmittedAtMs:       s.AdmittedAtMs,
-		OwnerGraceMs:       s.OwnerGraceMs,
-		WorkDeadlineMs:     s.WorkDeadlineMs,
-		MaxOutputBytes:     s.MaxOutputBytes,
-		Phase:              state.PhaseStarting,
-	}
-}
+// errNotDurable means the launcher could not make the monitor's directory
+// durable: it says why itself.
+var errNotDurable = errors.New("the launcher did not make the monitor's directory durable")
 
 // errAbandoned means the launcher refused the start before the child was
 // spawned: the guardian leaves quietly.
@@ -295,8 +284,9 @@ var errAbandoned = errors.New("the launcher abandoned the start")
 
 // discard undoes newGuardian and open for a start that never got its
 // running handoff. Unless something it spawned may be left (keepTrace),
-// not even the directory is left; otherwise the starting record stays, so
-// that reconcile can prove what is left ours.
+// not even the directory is left; otherwise the directory stays, naming
+// this guardian (see state.Maker), so that what is left of its session is
+// found and stopped by the next command that looks (see SweepAbandoned).
 func (g *guardian) discard(keepTrace bool) {
 	if g.ctl != nil {
 		g.ctl.close()
@@ -309,13 +299,14 @@ func (g *guardian) discard(keepTrace bool) {
 		return
 	}
 	if dir, err := state.Open(g.stateDir); err == nil {
-		dir.RemoveUnstartedMonitorDir(g.monitorID)
+		dir.RemoveMonitorDir(g.monitorID)
 	}
 }
 
 // start does the rest, up to the durable running handoff: the child and
 // the first record. On error the child is gone and nothing is left but,
-// when the group could not be verified empty, the starting record.
+// when the group could not be verified empty, the directory that names
+// the guardian.
 func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRedactor) (err error) {
 	g.spec = spec
 	defer func() {
@@ -343,9 +334,14 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 		opened <- nil
 		return protocol.Errorf(protocol.CodeInternal, "guardian of monitor %s in %s was sent a spec for %s in %s", g.monitorID, g.stateDir, spec.MonitorID, spec.StateDir)
 	}
-	// The monitor's files are opened and the starting record written while
-	// the launcher makes the command slot durable.
-	go func() { opened <- g.open() }()
+	// The monitor's files are opened while the child is spawned: the
+	// child needs only the pipe. Before the spawn, the monitor's directory
+	// already names this guardian (see state.Maker): a guardian that dies
+	// from here on leaves what it started provably its own.
+	slotRead := make(chan struct{})
+	readSlot := sync.OnceFunc(func() { close(slotRead) })
+	defer readSlot() // on every way out, so that open returns
+	go func() { opened <- g.open(in, slotRead) }()
 	path := spec.Path
 	if path == "" {
 		if path, err = lookPath(spec.Argv[0], spec.Env, spec.Cwd); err != nil {
@@ -355,21 +351,13 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 	if spec.MaxOutputBytes != nil {
 		g.out.limit = *spec.MaxOutputBytes
 	}
-	// Nothing is spawned before the command slot and the directory are
-	// durable. (The byte is read here, by a blocking read, rather than
-	// handed over by a channel: the kernel wakes this thread itself.)
+	// Nothing is spawned before the command slot is durable. (The byte is
+	// read here, by a blocking read, rather than handed over by a channel:
+	// the kernel wakes this thread itself.)
 	b, err := in.ReadByte()
-	if err != nil || b != startDurable {
+	readSlot()
+	if err != nil || b != slotDurable {
 		return errAbandoned
-	}
-	joined = true
-	// Nor before the starting record is.
-	if err := <-opened; err != nil {
-		return err
-	}
-	redirectToDevNull(0) // the spec pipe is done with
-	if err := g.out.openLog(g.dir, g.monitorID); err != nil {
-		return err
 	}
 	<-g.sig.TerminationCaught
 	fault.Point("guardian:before_spawn")
@@ -387,6 +375,10 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 	if g.childTicks, err = StartTicks(g.child); err != nil {
 		// The child is ours and unreaped, so its stat exists even as a zombie.
 		return abort(fmt.Errorf("read child start time: %w", err))
+	}
+	joined = true
+	if err := <-opened; err != nil {
+		return abort(err)
 	}
 	// The redactor sits between the pipe and the log: a raw secret never
 	// reaches the disk, and the secrets live only in this process. Until

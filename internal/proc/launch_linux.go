@@ -23,12 +23,14 @@ const GuardianArg = early.GuardianArg
 // first; while it boots, the caller does admission, takes the command
 // slot and makes the monitor's directory.
 //
-// The guardian's stdin carries the spec (Send), then one byte (Handoff),
-// startDurable, once the command slot and the monitor's directory are
-// durable. The guardian prepares the start from the spec and writes its
-// starting record (see state.PhaseStarting) meanwhile, and spawns the
-// child only after the byte, once its record is durable too. A pipe
-// closed before the byte stops the start.
+// The guardian's stdin carries the spec (Send), then two bytes (Handoff):
+// slotDurable once the command slot is durable, and dirDurable once the
+// monitor's directory is. The guardian prepares the start from the spec,
+// spawns the child only after the first byte and writes the first record
+// only after the second. A pipe closed before them stops the start. The
+// directory exists, naming the guardian (state.Maker), before the spec is
+// sent: whatever the guardian spawns is in its session, which the
+// directory makes provable should the guardian die before its record.
 type PendingGuardian struct {
 	g          *early.Guardian
 	dir        *state.Dir
@@ -43,9 +45,11 @@ type PendingGuardian struct {
 	done       bool
 }
 
-// startDurable follows the spec on the guardian's stdin: the command slot
-// and the monitor's directory are durable, so the child may be spawned.
-const startDurable = 'g'
+// The bytes that follow the spec on the guardian's stdin.
+const (
+	slotDurable = 'g' // the command slot is durable: the child may be spawned
+	dirDurable  = 'd' // the directory is durable: the record may be written
+)
 
 // StartGuardian starts a detached guardian for monitorID in dir and makes
 // the monitor's directory in the background. The guardian waits for its
@@ -124,9 +128,7 @@ func (pg *PendingGuardian) Abandon() {
 	pg.g.Spec.Close()
 	pg.g.Handoff.Close()
 	pg.g.Wait()
-	// Without the byte the guardian spawned nothing; its starting record
-	// (if it wrote one) goes with the rest.
-	pg.dir.RemoveUnstartedMonitorDir(pg.monitorID)
+	pg.dir.RemoveMonitorDir(pg.monitorID)
 }
 
 // Prepare works out, while the guardian boots, what the guardian would
@@ -178,9 +180,9 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	}
 	pg.done = true
 	defer pg.g.Handoff.Close()
-	var tellErr error
-	if <-pg.made; pg.madeErr == nil {
-		_, tellErr = pg.g.Spec.Write([]byte{startDurable})
+	_, tellErr := pg.g.Spec.Write([]byte{slotDurable})
+	if <-pg.made; pg.madeErr == nil && tellErr == nil {
+		_, tellErr = pg.g.Spec.Write([]byte{dirDurable})
 	}
 	pg.g.Spec.Close()
 	fault.Point("start:before_handoff")
@@ -212,10 +214,19 @@ func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	if _, err := pg.dir.LoadMonitor(pg.monitorID); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 		return nil, pg.settleLost(h.Error)
 	}
-	// Nothing was recorded, so nothing was spawned: the directory goes.
+	// Nothing was recorded. A guardian that failed on its own stopped what
+	// it had spawned; one that died may have left some of it, in its
+	// session: that is stopped here, and the directory goes once nothing
+	// is left (else it stays, naming the guardian, for list to settle).
+	if _, left := stopLost(pg.g.PID, pg.ticks, DefaultDrainGraceMs); len(left) > 0 {
+		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and %d of the processes it had started could not be stopped", pg.monitorID, len(left)).With("kill_unconfirmed", left)
+	}
 	pg.dir.RemoveMonitorDir(pg.monitorID)
 	switch {
-	case h.Error != nil:
+	case h.Error != nil && (pg.madeErr == nil || h.Error.Message != errNotDurable.Error()):
+		// What stopped the guardian. (A guardian that failed on its own
+		// removed the directory, which may have failed the launcher's
+		// making of it too.)
 		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
 	case pg.madeErr != nil: // the guardian stopped because of it
 		return nil, pg.madeErr

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -108,23 +109,15 @@ func awaitOneChild(t *testing.T, pg *PendingGuardian) int {
 	}
 }
 
-// TestGuardianSpawnsOnlyOnceTheSlotIsDurable: a guardian with its spec
-// writes its starting record, naming itself, and spawns nothing until the
-// launcher says the command slot and the directory are durable; a
-// launcher that closes the pipe instead ends it quietly, with nothing
-// spawned and nothing left, not even the starting record.
+// TestGuardianSpawnsOnlyOnceTheSlotIsDurable: a guardian with its spec,
+// in a directory that names it (its maker), spawns nothing until the
+// launcher says the command slot is durable, and a launcher that closes
+// the pipe instead ends it quietly, with nothing spawned and nothing left.
 func TestGuardianSpawnsOnlyOnceTheSlotIsDurable(t *testing.T) {
 	dir, id, pg := launchByHand(t)
-	var m *state.Monitor
-	for deadline := time.Now().Add(patience); m == nil; time.Sleep(5 * time.Millisecond) {
-		m, _ = dir.LoadMonitor(id)
-		if time.Now().After(deadline) {
-			t.Fatalf("no starting record %v after the spec", patience)
-		}
-	}
 	ticks, _ := StartTicks(pg.g.PID)
-	if m.Phase != state.PhaseStarting || m.GuardianPID != pg.g.PID || m.GuardianStartTicks != ticks || m.BootID != state.BootID() || m.PID != 0 {
-		t.Fatalf("starting record %+v: want phase starting naming guardian %d (%d) and no child", m, pg.g.PID, ticks)
+	if mk, err := dir.LoadMaker(id); err != nil || mk.GuardianPID != pg.g.PID || mk.GuardianStartTicks != ticks || mk.BootID != state.BootID() {
+		t.Fatalf("maker %+v (%v): want guardian %d (%d) in this boot", mk, err, pg.g.PID, ticks)
 	}
 	time.Sleep(100 * time.Millisecond) // time enough to spawn, were it allowed
 	if c := children(pg.g.PID); len(c) > 0 {
@@ -141,6 +134,50 @@ func TestGuardianSpawnsOnlyOnceTheSlotIsDurable(t *testing.T) {
 	}
 	if _, err := os.Stat(dir.MonitorDir(id)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the abandoned guardian left its directory: %v", err)
+	}
+}
+
+// TestGuardianWaitsForDurableDirectory: once the slot is durable the
+// guardian spawns the child, but it writes no record before it is told
+// that the monitor's directory is durable; when the launcher closes the
+// pipe instead, the child is killed and nothing is left, guardian, child
+// or directory.
+func TestGuardianWaitsForDurableDirectory(t *testing.T) {
+	// The service leaves a grandchild that left its group: it must go too.
+	dir, id, pg := launchByHand(t, "sh", "-c", "setsid sleep 1000 & exec sleep 1000")
+	if _, err := pg.g.Spec.Write([]byte{slotDurable}); err != nil {
+		t.Fatal(err)
+	}
+	child := awaitOneChild(t, pg)
+	var tree []procStat
+	for deadline := time.Now().Add(patience); len(tree) < 2; time.Sleep(5 * time.Millisecond) {
+		if tree = scanDescendants(pg.g.PID); time.Now().After(deadline) {
+			t.Fatalf("the service's tree is %v, want it and its setsid grandchild", tree)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // time enough to write it, were it allowed
+	if _, err := os.Stat(filepath.Join(dir.MonitorDir(id), state.RecordName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a record was written before the directory was durable: %v", err)
+	}
+
+	pg.g.Spec.Close()
+	line, _ := bufio.NewReader(pg.g.Handoff).ReadBytes('\n')
+	var h handoff
+	if err := json.Unmarshal(line, &h); err != nil || h.Monitor != nil || h.Error == nil {
+		t.Fatalf("handoff %q (%v): want an error", line, err)
+	}
+	pg.g.Wait()
+	if err := unix.Kill(child, 0); err != unix.ESRCH {
+		t.Errorf("child %d is still there after the start failed: %v", child, err)
+	}
+	for _, p := range tree {
+		if Matches(p.pid, p.startTicks) {
+			t.Errorf("process %d of the service's tree survived the failed start", p.pid)
+			unix.Kill(p.pid, unix.SIGKILL)
+		}
+	}
+	if _, err := os.Stat(dir.MonitorDir(id)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the failed start left its directory: %v", err)
 	}
 }
 
@@ -232,7 +269,7 @@ func TestPrepareDoesTheGuardiansLookups(t *testing.T) {
 func TestGuardianOutlivesItsLauncher(t *testing.T) {
 	dir, id, pg := launchByHand(t)
 	pg.g.Handoff.Close()
-	if _, err := pg.g.Spec.Write([]byte{startDurable}); err != nil {
+	if _, err := pg.g.Spec.Write([]byte{slotDurable, dirDurable}); err != nil {
 		t.Fatal(err)
 	}
 	pg.g.Spec.Close()
@@ -267,11 +304,14 @@ func TestGuardianOutlivesItsLauncher(t *testing.T) {
 // written and no receipt.
 func TestSignalBeforeHandoffDrainsAfterIt(t *testing.T) {
 	dir, id, pg := launchByHand(t)
-	if _, err := pg.g.Spec.Write([]byte{startDurable}); err != nil {
+	if _, err := pg.g.Spec.Write([]byte{slotDurable}); err != nil {
 		t.Fatal(err)
 	}
 	awaitOneChild(t, pg)
 	unix.Kill(pg.g.PID, unix.SIGHUP)
+	if _, err := pg.g.Spec.Write([]byte{dirDurable}); err != nil {
+		t.Fatal(err)
+	}
 	pg.g.Spec.Close()
 	h, err := readHandoff(bufio.NewReader(pg.g.Handoff))
 	if err != nil || h.Monitor == nil {

@@ -36,19 +36,14 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	}
 	o := classify(m, nowMs(), state.BootID())
 	if o.Status == state.StatusNeedsReconciliation && m.Receipt == nil {
-		// The guardian may have moved on (a receipt, or its first running
-		// record) and exited between the read and the liveness check: look
-		// once more before saying so.
-		if again, err := dir.LoadMonitor(id); err == nil && (again.Receipt != nil || again.Phase != m.Phase) {
+		// The guardian may have written its receipt and exited between the
+		// read and the liveness check: look once more before saying so.
+		if again, err := dir.LoadMonitor(id); err == nil && again.Receipt != nil {
 			o = classify(again, nowMs(), state.BootID())
 		}
 	}
 	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
 		o.askGuardian(dir)
-	}
-	if o.Status == statusStarting {
-		// Not a monitor yet: its start has not returned.
-		return nil, protocol.Errorf(protocol.CodeUnknownMonitor, "monitor %s is still starting; its start has not returned yet", id).With("monitor_id", id)
 	}
 	return o, nil
 }
@@ -101,10 +96,6 @@ const (
 	whySettlingExpired = "the guardian stopped answering while it drained"
 )
 
-// statusStarting is what classify says of a starting record whose guardian
-// lives: a start in progress, which no command may act on yet.
-const statusStarting = "starting"
-
 func classify(m *state.Monitor, now int64, bootID string) *Observation {
 	o := &Observation{Monitor: m}
 	switch {
@@ -112,12 +103,8 @@ func classify(m *state.Monitor, now int64, bootID string) *Observation {
 		o.Status = m.Receipt.Status
 	case m.BootID != bootID:
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the machine rebooted since the handoff"
-	case !Matches(m.GuardianPID, m.GuardianStartTicks) && m.Phase == state.PhaseStarting:
-		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian died during the start"
 	case !Matches(m.GuardianPID, m.GuardianStartTicks):
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian is gone and left no receipt"
-	case m.Phase == state.PhaseStarting:
-		o.Status = statusStarting
 	case m.Phase == state.PhaseSettling && now <= m.OwnershipExpiresAtMs:
 		o.Status = state.StatusSettling
 	case m.Phase == state.PhaseSettling:

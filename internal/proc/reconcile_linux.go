@@ -40,26 +40,8 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	}
 	if provable(m) {
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
-		members := LostMembers(m.GuardianPID, m.GuardianStartTicks)
-		if len(members) > 0 {
-			send := func(sig unix.Signal) {
-				n := 0
-				for _, p := range members {
-					if signalExact(procStat{pid: p.PID, startTicks: p.StartTicks}, sig) {
-						n++
-					}
-				}
-				r.Signals = append(r.Signals, state.SignalEvent{Signal: unix.SignalName(sig), AtMs: nowMs(), Targets: n})
-			}
-			send(unix.SIGTERM)
-			send(unix.SIGCONT)
-			members = waitGone(members, time.Now().Add(time.Duration(graceMs)*time.Millisecond))
-			if len(members) > 0 {
-				send(unix.SIGKILL)
-				members = waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
-			}
-		}
-		left := LostMembers(m.GuardianPID, m.GuardianStartTicks)
+		var left []Member
+		r.Signals, left = stopLost(m.GuardianPID, m.GuardianStartTicks, graceMs)
 		r.GroupEmptyVerified = len(left) == 0
 		for _, p := range left {
 			r.KillUnconfirmed = append(r.KillUnconfirmed, p.PID)
@@ -107,6 +89,33 @@ func waitGone(members []Member, deadline time.Time) []Member {
 	}
 }
 
+// stopLost stops what is left of a lost guardian's session (see
+// LostMembers): SIGTERM with SIGCONT, the grace, SIGKILL, each wait
+// bounded. It returns the signals sent and what is still there.
+func stopLost(guardianPID int, guardianTicks uint64, graceMs int64) ([]state.SignalEvent, []Member) {
+	signals := []state.SignalEvent{}
+	members := LostMembers(guardianPID, guardianTicks)
+	if len(members) > 0 {
+		send := func(sig unix.Signal) {
+			n := 0
+			for _, p := range members {
+				if signalExact(procStat{pid: p.PID, startTicks: p.StartTicks}, sig) {
+					n++
+				}
+			}
+			signals = append(signals, state.SignalEvent{Signal: unix.SignalName(sig), AtMs: nowMs(), Targets: n})
+		}
+		send(unix.SIGTERM)
+		send(unix.SIGCONT)
+		members = waitGone(members, time.Now().Add(time.Duration(graceMs)*time.Millisecond))
+		if len(members) > 0 {
+			send(unix.SIGKILL)
+			waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
+		}
+	}
+	return signals, LostMembers(guardianPID, guardianTicks)
+}
+
 // provable reports whether what is left of a monitor can be proven to be
 // what its guardian started: in this boot, by a guardian that was
 // recorded, and, once the service was spawned, with no other process now
@@ -116,9 +125,6 @@ func provable(m *state.Monitor) bool {
 	if m.BootID != state.BootID() || m.GuardianPID <= 1 {
 		return false
 	}
-	if m.Phase == state.PhaseStarting {
-		return true
-	}
 	if m.PGID <= 1 || m.PID != m.PGID {
 		return false
 	}
@@ -126,18 +132,27 @@ func provable(m *state.Monitor) bool {
 	return err != nil || s.startTicks == m.ChildStartTicks
 }
 
-// SweepAbandoned removes the directory of monitor id when it holds no
-// record and provably never will, and reports whether it did: the
-// guardian it was made for is gone, or it was made before the machine
-// last booted. A guardian writes its starting record before it spawns
-// anything, so such a directory was abandoned with nothing running.
+// SweepAbandoned settles the directory of monitor id when it holds no
+// record and provably never will: the guardian it names (see state.Maker)
+// is gone, or it was made before the machine last booted. What is left of
+// that guardian's session (it may have spawned before it died) is stopped
+// first; the directory goes once nothing is, and stays, naming the
+// guardian, while something may be. It reports whether it went.
 func SweepAbandoned(dir *state.Dir, id string) bool {
 	if _, err := dir.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 		return false
 	}
 	if mk, err := dir.LoadMaker(id); err == nil {
-		if mk.BootID == state.BootID() && Matches(mk.GuardianPID, mk.GuardianStartTicks) {
-			return false // a start in progress
+		if mk.BootID == state.BootID() {
+			if Matches(mk.GuardianPID, mk.GuardianStartTicks) {
+				return false // a start in progress
+			}
+			if _, err := dir.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+				return false // it recorded the monitor before it died
+			}
+			if _, left := stopLost(mk.GuardianPID, mk.GuardianStartTicks, DefaultDrainGraceMs); len(left) > 0 {
+				return false
+			}
 		}
 	} else if !state.MadeBeforeBoot(dir.MonitorDir(id)) {
 		return false // no maker to ask, and perhaps a start in progress

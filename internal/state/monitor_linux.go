@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,11 +32,6 @@ const (
 // The phases a guardian records; the status a reader shows is derived from
 // the phase, the receipt and whether custody is still proven.
 const (
-	// PhaseStarting is the guardian's trace, written durably before it
-	// spawns anything: it names the guardian (pid, start time, boot), whose
-	// session every process of the monitor will live in, so that what a
-	// guardian lost during its start can still be proven ours and stopped.
-	PhaseStarting = "starting"
 	PhaseRunning  = "running"
 	PhaseSettling = "settling"
 	PhaseTerminal = "terminal"
@@ -200,28 +194,28 @@ func (d *Dir) CreateMonitorDir(id string, maker Maker) (err error) {
 }
 
 // LoadMaker reads the maker of a monitor directory that holds no record
-// yet. It fails once the first record has been written (the temp file is
-// then the record).
+// yet. From the moment the guardian starts writing its first record
+// through that temp file, the file holds the record instead, which names
+// the same guardian: the maker is taken from it then.
 func (d *Dir) LoadMaker(id string) (*Maker, error) {
 	if err := ValidMonitorID(id); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(d.MonitorDir(id), firstRecordTemp), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	mdir := d.MonitorDir(id)
+	data, err := readTrusted(d.Path, mdir, firstRecordTemp)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	buf := make([]byte, firstRecordSize)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && err != io.ErrUnexpectedEOF {
-		return nil, fmt.Errorf("read the monitor directory's maker: %w", err)
+	line, _, _ := bytes.Cut(data, []byte{'\n'})
+	var mk Maker
+	if json.Unmarshal(line, &mk) == nil && mk.GuardianPID > 1 {
+		return &mk, nil
 	}
-	line, _, _ := bytes.Cut(buf[:n], []byte{'\n'})
-	var m Maker
-	if err := json.Unmarshal(line, &m); err != nil || m.GuardianPID <= 1 {
-		return nil, fmt.Errorf("monitor directory %s names no maker", id)
+	var m Monitor
+	if err := decodeRecord(filepath.Join(mdir, firstRecordTemp), "monitor", line, &m); err == nil && m.GuardianPID > 1 {
+		return &Maker{GuardianPID: m.GuardianPID, GuardianStartTicks: m.GuardianStartTicks, BootID: m.BootID}, nil
 	}
-	return &m, nil
+	return nil, fmt.Errorf("monitor directory %s names no maker", id)
 }
 
 // LoadMonitor reads and verifies a monitor record.
@@ -399,25 +393,6 @@ func (d *Dir) RemoveMonitorDir(id string) error {
 	}
 	os.RemoveAll(filepath.Join(d.Path, monitorsDir, tempPrefix+id))
 	if _, err := os.Lstat(filepath.Join(d.MonitorDir(id), RecordName)); !errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return os.RemoveAll(d.MonitorDir(id))
-}
-
-// RemoveUnstartedMonitorDir deletes the directory of a monitor whose
-// record is at most the guardian's starting trace, for a guardian (or its
-// launcher) that has proven nothing it spawned is left.
-func (d *Dir) RemoveUnstartedMonitorDir(id string) error {
-	if ValidMonitorID(id) != nil {
-		return nil
-	}
-	m, err := d.LoadMonitor(id)
-	switch {
-	case protocol.HasCode(err, protocol.CodeUnknownMonitor):
-		return d.RemoveMonitorDir(id)
-	case err != nil:
-		return err
-	case m.Phase != PhaseStarting:
 		return nil
 	}
 	return os.RemoveAll(d.MonitorDir(id))
