@@ -154,8 +154,8 @@ type Maker struct {
 // nothing. The directory is made under a temp name and renamed into
 // place, so that a monitor directory never exists without its maker.
 // SyncMonitorDir makes them durable. The rest comes later: the output log
-// from the launcher, the socket, the starting record and its own log from
-// the guardian, and the lock file with the first lock taken.
+// from the launcher, the socket and its own log from the guardian, and the
+// lock file with the first lock taken.
 func (d *Dir) CreateMonitorDir(id string, maker Maker) (err error) {
 	if err := ValidMonitorID(id); err != nil {
 		return err
