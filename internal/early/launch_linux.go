@@ -69,7 +69,8 @@ type Guardian struct {
 
 // LaunchGuardian starts "procmon __guardian STATE_DIR MONITOR_ID" from
 // this process's own executable, detached: in its own session, in /, with
-// nothing of the caller's environment. Until its handoff the guardian's
+// nothing of the caller's environment (see guardianEnv). Until its
+// handoff the guardian's
 // stderr is the caller's, so whatever stops a start is shown where the
 // caller looks.
 func LaunchGuardian(stateDir, monitorID string) (*Guardian, error) {
@@ -91,13 +92,8 @@ func LaunchGuardian(stateDir, monitorID string) (*Guardian, error) {
 	// waits for its own unreaped child, whose pid cannot be reused, and it
 	// skips the pidfd self-test os runs before its first spawn.
 	pid, err := syscall.ForkExec(exe, []string{"procmon", GuardianArg, stateDir, monitorID}, &syscall.ProcAttr{
-		Dir: "/",
-		// Two Ps until the guardian settles (then one), so that the
-		// monitor's files are opened (and any secrets compiled into the
-		// redactor) while the child is spawned: one P measured 0.3 ms
-		// slower a start, three no faster, and a guardian keeps almost
-		// every thread it starts for its life.
-		Env:   append([]string{"GOMAXPROCS=2"}, fault.Env()...),
+		Dir:   "/",
+		Env:   guardianEnv(),
 		Files: []uintptr{uintptr(spec[0]), uintptr(handoff[1]), 2},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
@@ -118,6 +114,22 @@ func LaunchGuardian(stateDir, monitorID string) (*Guardian, error) {
 		Spec:      os.NewFile(uintptr(spec[1]), "|spec"),
 		Handoff:   os.NewFile(uintptr(handoff[0]), "|handoff"),
 	}, nil
+}
+
+// guardianEnv is the guardian's whole environment: nothing of the
+// caller's but GORACE, which only a race-built procmon reads (the tests
+// run one), and what the fault tests need (see package fault).
+func guardianEnv() []string {
+	// Two Ps until the guardian settles (then one), so that the
+	// monitor's files are opened (and any secrets compiled into the
+	// redactor) while the child is spawned: one P measured 0.3 ms
+	// slower a start, three no faster, and a guardian keeps almost
+	// every thread it starts for its life.
+	env := []string{"GOMAXPROCS=2"}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		env = append(env, "GORACE="+v)
+	}
+	return append(env, fault.Env()...)
 }
 
 // Wait reaps the guardian once it has exited.
