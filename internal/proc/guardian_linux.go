@@ -653,6 +653,11 @@ func (g *guardian) renew() (drainCause, bool) {
 	return drainCause{}, true
 }
 
+// outOfSpace reports whether err is a write that failed for want of space.
+func outOfSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}
+
 // noteStateError keeps the outcome of the last write of the record, for
 // status to show while the record cannot be written.
 func (g *guardian) noteStateError(what string, err error) {
@@ -690,9 +695,11 @@ func (g *guardian) finish(cause drainCause) {
 	}
 	g.noteStateError("receipt", err)
 	close(g.receipted)
-	// A receipt that could not be stored (a full disk) is never given up:
-	// the guardian stays, answering with it, and stores it once it can.
-	for backoff := 50 * time.Millisecond; err != nil; backoff = min(2*backoff, 5*time.Second) {
+	// A receipt that could not be stored for want of space (a full disk, a
+	// quota) is never given up: the guardian stays, answering with it, and
+	// stores it once it can. Any other failure (the directory is gone) will
+	// not pass by waiting.
+	for backoff := 50 * time.Millisecond; outOfSpace(err); backoff = min(2*backoff, 5*time.Second) {
 		time.Sleep(backoff)
 		if err = g.save(true); errors.Is(err, errRevoked) {
 			err = nil
