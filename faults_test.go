@@ -894,3 +894,36 @@ func TestFaultsStartStall(t *testing.T) {
 	}
 	l.settle()
 }
+
+// TestFaultsExecKilled kills a foreground command's custodian (procmon
+// exec) while the command's children run: the command dies with it (its
+// parent-death signal), its children do not, and the trace the exec left
+// in the state directory lets the next list find them, by the session the
+// command leads, and stop them. An exec that ends by itself leaves no
+// trace behind.
+func TestFaultsExecKilled(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	done, _ := l.run("exec", "--timeout", "60s", "--", "sh", "-c", "echo done")
+	if done.Get("exit_code").Int() != 0 || len(l.monitors()) != 0 {
+		t.Fatalf("an exec that ended by itself: %s, and list shows %v", done.Raw, l.monitors())
+	}
+	if ids, _ := (&state.Dir{Path: l.state}).MonitorIDs(); len(ids) != 0 {
+		t.Fatalf("an exec that ended by itself left %v", ids)
+	}
+
+	c := l.command("", "exec", "--timeout", "60s", "--", "sh", "-c", "sleeper & sleeper & exec sleeper")
+	end := l.background(c)
+	command := guardianOf(t, c.Process.Pid) // the exec's child: the command
+	awaitSession(t, command, 3)
+	unix.Kill(c.Process.Pid, unix.SIGKILL)
+	if _, exited := end(); exited {
+		t.Fatal("exec answered though it was killed")
+	}
+	if ids := l.monitors(); len(ids) != 0 {
+		t.Fatalf("the trace of a killed exec shows as monitors %v", ids)
+	}
+	l.nothingLeft()
+	if ids, _ := (&state.Dir{Path: l.state}).MonitorIDs(); len(ids) != 0 {
+		t.Fatalf("the trace of a killed exec is still there once nothing is left: %v", ids)
+	}
+}

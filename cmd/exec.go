@@ -69,10 +69,10 @@ output_bytes, output_sha256 and truncation. Takes one command slot of the
 run's budget (starts and execs share it and its ordinals; never refunded).
 
   procmon exec -- curl -fsS http://127.0.0.1:8000/
-  procmon exec --depends-on m_... --timeout 120 -- pytest -x tests/e2e
+  procmon exec --depends-on m_... --timeout 2m -- pytest -x tests/e2e
   echo '{"request":{"argv":["make","check"],"depends_on":["m_..."]}}' | procmon exec
 
-The command runs in its own process group with the same redaction, output
+The command runs in a process group (and session) of its own with the same redaction, output
 cap (max_output_bytes) and deadline rules as a monitor; when it ends (or is
 drained) its group and any escaped descendant are drained and verified
 gone. Its deadline is the smallest of the run's work duration, the
@@ -123,7 +123,7 @@ result so far (status cancelled, reason interrupted).`,
 	c.Flags().StringVar(&req.Cwd, "cwd", "", "working directory (default: the current directory)")
 	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
-	c.Flags().Int64Var(&timeout, "timeout", defaultExecTimeoutSeconds, "deadline in seconds from admission")
+	secondsVar(c, &timeout, "timeout", defaultExecTimeoutSeconds, "deadline from admission (30s, 10m, 2h; a plain number is seconds)")
 	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "return at most this many bytes of the end of the output (at least 4)")
 	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "monitor id the command needs running (repeatable)")
 	return c
@@ -196,6 +196,7 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 		MaxOutputBytes: sb.MaxOutputBytes,
 		WindowBytes:    defaultLogBytes,
 		GraceMs:        proc.DefaultDrainGraceMs,
+		State:          dir,
 	}
 	if req.MaxBytes != nil {
 		spec.WindowBytes = *req.MaxBytes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -37,6 +38,9 @@ type ExecSpec struct {
 	// GraceMs is the time between SIGTERM and SIGKILL when the command is
 	// drained before it ends by itself.
 	GraceMs int64
+	// State is the state directory that holds the command's trace while
+	// it runs (see Exec); nil: none (in-process tests).
+	State *state.Dir
 }
 
 // ExecResult is what became of a foreground command: its receipt (status
@@ -116,17 +120,24 @@ func Exec(ctx context.Context, spec ExecSpec) (*ExecResult, error) {
 	signal.Notify(child, syscall.SIGCHLD)
 	defer signal.Stop(child)
 	g := &guardian{
-		spec:   Spec{Argv: spec.Argv, Cwd: spec.Cwd, Env: spec.Env},
-		self:   os.Getpid(),
-		exited: make(chan exitStatus, 1),
-		sig:    &early.Signals{Child: child},
-		out:    out,
+		spec:       Spec{Argv: spec.Argv, Cwd: spec.Cwd, Env: spec.Env},
+		self:       os.Getpid(),
+		exited:     make(chan exitStatus, 1),
+		sig:        &early.Signals{Child: child},
+		out:        out,
+		ownSession: true,
 	}
 	spawned := make(chan error, 1)
 	go g.custody(path, spawned)
 	if err := <-spawned; err != nil {
 		out.abandon()
 		return nil, redactError(err, redactor.String)
+	}
+	traceID, err := g.traceExec(spec.State)
+	if err != nil {
+		g.abortChild()
+		out.abandon()
+		return nil, err
 	}
 	res := &ExecResult{Argv: redactAll(redactor.String, spec.Argv), PID: g.child, StartedAtMs: nowMs()}
 	go out.run()
@@ -171,6 +182,10 @@ loop:
 		}
 	}
 	res.Receipt = g.drain(cause)
+	if spec.State != nil && res.Receipt.GroupEmptyVerified {
+		// Nothing is left for the trace to point to.
+		spec.State.RemoveMonitorDir(traceID)
+	}
 	if !res.Receipt.OutputDrained {
 		// The copier still owns the filter: nothing more is read from it.
 		// A member that survived SIGKILL holds the pipe; what it wrote
@@ -186,6 +201,36 @@ loop:
 		res.Text, res.OutputSHA256 = "", emptySHA256
 	}
 	return res, nil
+}
+
+// traceExec records, in a directory of the state directory's monitors,
+// this process and the session the command leads (it is spawned as a
+// session leader), so that should this process die with the command's
+// descendants still running (SIGKILL: the command itself dies with it, its
+// parent-death signal, but not what it started), the next list finds them
+// by that session and stops them (see SweepAbandoned). The directory holds
+// no record, so it is no monitor: it goes when the command's group is
+// verified empty. A descendant forked in the moment between the spawn and
+// the trace, by a command whose custodian dies in that moment, is not
+// covered.
+func (g *guardian) traceExec(dir *state.Dir) (string, error) {
+	if dir == nil {
+		return "", nil
+	}
+	ticks, err := StartTicks(g.child)
+	if err != nil {
+		return "", fmt.Errorf("read the command's start time: %w", err)
+	}
+	selfTicks, err := StartTicks(g.self)
+	if err != nil {
+		return "", fmt.Errorf("read own start time: %w", err)
+	}
+	id := state.NewID("m_")
+	mk := state.Maker{GuardianPID: g.self, GuardianStartTicks: selfTicks, BootID: state.BootID(), Session: g.child, SessionTicks: ticks}
+	if err := dir.CreateMonitorDir(id, mk); err != nil {
+		return "", fmt.Errorf("record the command's trace: %w", err)
+	}
+	return id, nil
 }
 
 var emptySHA256 = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()

@@ -59,6 +59,9 @@ type guardian struct {
 	aborted    atomic.Bool     // abortChild has killed and reaped the child
 	exited     chan exitStatus // from the custody thread, once
 	exit       *exitStatus
+	// ownSession starts the child in a session of its own rather than in
+	// a group of the guardian's session (see Exec).
+	ownSession bool
 
 	out *outputCopier
 	// root is the component root, held from just before the spawn, for
@@ -468,7 +471,7 @@ func (g *guardian) spawn(path string) error {
 		Dir:   g.spec.Cwd,
 		Env:   g.spec.Env,
 		Files: []uintptr{uintptr(devnull), w.Fd(), w.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		Sys:   &syscall.SysProcAttr{Setpgid: !g.ownSession, Setsid: g.ownSession, Pdeathsig: syscall.SIGKILL},
 	})
 	w.Close()
 	g.out.writeEnd = nil

@@ -184,6 +184,9 @@ func AwaitStart(dir *state.Dir, id string, deadline time.Time) (*Observation, er
 		if !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 			return o, err
 		}
+		if mk, err := dir.LoadMaker(id); err == nil && mk.Session != 0 {
+			return nil, nil // a foreground command's trace, not a start
+		}
 		if SweepAbandoned(dir, id) {
 			return nil, nil
 		}

@@ -150,7 +150,8 @@ func SweepAbandoned(dir *state.Dir, id string) bool {
 			if _, err := dir.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 				return false // it recorded the monitor before it died
 			}
-			if _, left := stopLost(mk.GuardianPID, mk.GuardianStartTicks, DefaultDrainGraceMs); len(left) > 0 {
+			sid, ticks := mk.SessionOf()
+			if _, left := stopLost(sid, ticks, DefaultDrainGraceMs); len(left) > 0 {
 				return false
 			}
 		}

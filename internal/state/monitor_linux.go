@@ -146,6 +146,21 @@ type Maker struct {
 	GuardianPID        int    `json:"guardian_pid"`
 	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
 	BootID             string `json:"boot_id"`
+	// Session and SessionTicks name the session the processes live in
+	// when it is not the guardian's: a foreground command's (procmon
+	// exec), which leads a session of its own while the exec process
+	// holds its custody. Zero: the guardian's.
+	Session      int    `json:"session,omitempty"`
+	SessionTicks uint64 `json:"session_ticks,omitempty"`
+}
+
+// SessionOf returns the session whose processes the maker's guardian
+// started, and its leader's start time.
+func (mk *Maker) SessionOf() (int, uint64) {
+	if mk.Session != 0 {
+		return mk.Session, mk.SessionTicks
+	}
+	return mk.GuardianPID, mk.GuardianStartTicks
 }
 
 // CreateMonitorDir makes a new monitor's private directory with the first
