@@ -153,10 +153,14 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 	if err != nil {
 		return nil, err
 	}
-	// execute_command is not one of the five monitor tools a run grants,
-	// so only the run's policy is checked, not its tool list.
+	// The run's grant of execute_command, without the monitors' refusal
+	// of native checkpoints: a foreground command is no monitor.
 	if !run.Policy.Sandbox.ProcessMonitor {
 		return nil, state.MonitorsDisabled("run " + run.RunID + " was created while they were off")
+	}
+	if !run.Allows(state.ExecTool) {
+		return nil, protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (allowed: %v); create a run with: procmon run new --tools ...", run.RunID, state.ExecTool, run.Tools).
+			With("run_id", run.RunID).With("tool", state.ExecTool)
 	}
 	if run.EndedAtMs != nil {
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and runs nothing more; create a new one with: procmon run new", run.RunID).With("run_id", run.RunID)

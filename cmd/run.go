@@ -52,7 +52,7 @@ func newRunNewCmd(env *Env, g *globals) *cobra.Command {
 
 --owner-pid binds the run to a process: when it exits, every monitor of the
 run is drained (reason owner_exited). --tools limits the monitor tools the
-run allows (comma-separated; default all five: ` + strings.Join(state.Tools, ", ") + `).
+run allows (comma-separated; default all of them: ` + strings.Join(state.Tools, ", ") + `).
 A run with --native-checkpoints refuses monitors.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -108,7 +108,7 @@ func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 		for _, t := range req.Tools {
 			t = strings.TrimSpace(t)
 			if !contains(state.Tools, t) {
-				return nil, protocol.Errorf(protocol.CodeInvalidRequest, "unknown tool %q: the monitor tools are %s", t, strings.Join(state.Tools, ", ")).With("field", "tools")
+				return nil, protocol.Errorf(protocol.CodeInvalidRequest, "unknown tool %q: the tools are %s", t, strings.Join(state.Tools, ", ")).With("field", "tools")
 			}
 			if !contains(r.Tools, t) {
 				r.Tools = append(r.Tools, t)

@@ -18,8 +18,13 @@ import (
 // DefaultRun is the run used when none is selected.
 const DefaultRun = "default"
 
-// Tools are the five monitor tools of the seed, the default grant of a run.
-var Tools = []string{"start_process", "wait_process", "process_status", "process_logs", "cancel_process"}
+// Tools are the tools a run grants, all of them unless it was created
+// with fewer: the five monitor tools of the seed, and execute_command
+// (procmon exec), which the seed's role grants beside them.
+var Tools = []string{"start_process", "wait_process", "process_status", "process_logs", "cancel_process", ExecTool}
+
+// ExecTool is the tool of procmon exec.
+const ExecTool = "execute_command"
 
 // Run is one agent invocation: the settings frozen when it was created,
 // its grants, its owner and whether it has ended.
