@@ -167,13 +167,14 @@ func (pg *PendingGuardian) Send(spec Spec) error {
 	return nil
 }
 
-// Handoff tells the guardian sent its spec that the command slot and the
-// monitor's directory are durable, and returns once the guardian has
+// Handoff tells the guardian sent its spec that the command slot is
+// durable, then that the directory is, and returns once the guardian has
 // durably recorded the running handoff, or with the error that stopped it
-// (exec_failed, nonreaping_unavailable, ...). A guardian that died during
-// the start leaves its starting (or first running) record: what it had
-// spawned is then stopped here, through reconcile, and the error names the
-// monitor, whose receipt says what was found.
+// (exec_failed, nonreaping_unavailable, ...). What a guardian that died
+// during the start had spawned is stopped here, found in its session: with
+// its record written, through reconcile (the error names the monitor,
+// whose receipt says what was found); without, directly, and nothing is
+// left.
 func (pg *PendingGuardian) Handoff() (*state.Monitor, error) {
 	if !pg.sent {
 		return nil, errors.New("handoff before the spec was sent")
