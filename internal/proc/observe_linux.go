@@ -175,8 +175,9 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*Observati
 }
 
 // AwaitStart waits, until deadline, for the start in progress in monitor
-// directory id (no record yet) to become a monitor or come to nothing, and returns the monitor's
-// observation, or nil once there is no monitor and will be none.
+// directory id (no record yet) to become a monitor or come to nothing, and
+// returns the monitor's observation, or nil once there is no monitor and
+// will be none.
 func AwaitStart(dir *state.Dir, id string, deadline time.Time) (*Observation, error) {
 	interval := time.Millisecond
 	for {
