@@ -126,6 +126,8 @@ func render(env *Env, g *globals, v any) error {
 		}
 	case *waitResponse:
 		viewWait(&b, p, r)
+	case *execResponse:
+		viewExec(&b, p, r)
 	case configureResponse:
 		viewConfigure(&b, p, r)
 	case runView:
@@ -145,6 +147,21 @@ func render(env *Env, g *globals, v any) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// viewExec is a foreground command's result as a person reads it: what it
+// printed, as it printed it, then how it ended.
+func viewExec(b *strings.Builder, p palette, r *execResponse) {
+	b.WriteString(r.Text)
+	if r.Text != "" && !strings.HasSuffix(r.Text, "\n") {
+		b.WriteString("\n")
+	}
+	if r.OutputTruncated {
+		fmt.Fprintf(b, "%s\n", p.dim("(output cut: "+strings.Join(r.Truncation, ", ")+"; the window shows its end)"))
+	}
+	fmt.Fprintf(b, "%s after %s: %s (command %d of run %s)\n", p.status(statusText(r.Status, r.ExitCode, r.Signal, r.Reason)),
+		shortDuration(time.Duration(r.DurationMs)*time.Millisecond), shellQuote(r.Argv), r.CommandOrdinal, r.RunID)
+	fmt.Fprintf(b, "  %s\n", receiptSummary(r.Receipt))
 }
 
 // reportError is the person's view of an error: one line on stderr that
