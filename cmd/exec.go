@@ -100,15 +100,9 @@ result so far (status cancelled, reason interrupted).`,
 				if c.Flags().Changed("max-bytes") {
 					req.MaxBytes = &maxBytes
 				}
-				for _, kv := range envPairs {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok || k == "" {
-						return protocol.Errorf(protocol.CodeInvalidRequest, "--env %q: want NAME=VALUE", kv).With("field", "env")
-					}
-					if req.Env == nil {
-						req.Env = map[string]string{}
-					}
-					req.Env[k] = v
+				var err error
+				if req.Env, err = envFlags(envPairs); err != nil {
+					return err
 				}
 			} else if err := readRequest(env, c, &req); err != nil {
 				return err

@@ -107,15 +107,9 @@ are redacted from the output before it is stored.`,
 				if c.Flags().Changed("timeout") {
 					req.TimeoutSeconds = &timeout
 				}
-				for _, kv := range envPairs {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok || k == "" {
-						return protocol.Errorf(protocol.CodeInvalidRequest, "--env %q: want NAME=VALUE", kv).With("field", "env")
-					}
-					if req.Env == nil {
-						req.Env = map[string]string{}
-					}
-					req.Env[k] = v
+				var err error
+				if req.Env, err = envFlags(envPairs); err != nil {
+					return err
 				}
 			} else if err := readRequest(env, c, &req); err != nil {
 				return err
@@ -302,6 +296,22 @@ func launchEarly() *earlyGuardian {
 		return nil
 	}
 	return &earlyGuardian{dir: dir, monitorID: g.MonitorID, guardian: pg}
+}
+
+// envFlags turns --env NAME=VALUE flags into a request's env; none: nil.
+func envFlags(pairs []string) (map[string]string, error) {
+	var env map[string]string
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "--env %q: want NAME=VALUE", kv).With("field", "env")
+		}
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 func resolveCwd(env *Env, cwd string) (string, error) {
