@@ -169,19 +169,7 @@ loop:
 			g.reapOrphans()
 		}
 	}
-	// An exit that raced with another cause still decides how it ended, as
-	// in keepCustody.
-	if g.exit == nil {
-		select {
-		case ex := <-g.exited:
-			g.exit = &ex
-			if cause.status != state.StatusOutputLimit && cause.status != state.StatusTimedOut {
-				cause = drainCause{status: state.StatusExited, reason: "exited", graceMs: cause.graceMs}
-			}
-		default:
-		}
-	}
-	res.Receipt = g.drain(cause)
+	res.Receipt = g.drain(g.exitRaced(cause))
 	if spec.State != nil && res.Receipt.GroupEmptyVerified {
 		// Nothing is left for the trace to point to.
 		spec.State.RemoveMonitorDir(traceID)

@@ -595,18 +595,25 @@ loop:
 			}
 		}
 	}
-	// An exit that raced with another cause still decides how the child ended.
-	if g.exit == nil {
-		select {
-		case ex := <-g.exited:
-			g.exit = &ex
-			if cause.status != state.StatusOutputLimit && cause.status != state.StatusTimedOut {
-				cause = drainCause{status: state.StatusExited, reason: "exited", graceMs: cause.graceMs}
-			}
-		default:
-		}
+	g.finish(g.exitRaced(cause))
+}
+
+// exitRaced returns cause, unless the child's exit raced with it: the
+// exit then decides how the child ended (a deadline or the output cap
+// still name why custody ended).
+func (g *guardian) exitRaced(cause drainCause) drainCause {
+	if g.exit != nil {
+		return cause
 	}
-	g.finish(cause)
+	select {
+	case ex := <-g.exited:
+		g.exit = &ex
+		if cause.status != state.StatusOutputLimit && cause.status != state.StatusTimedOut {
+			cause = drainCause{status: state.StatusExited, reason: "exited", graceMs: cause.graceMs}
+		}
+	default:
+	}
+	return cause
 }
 
 // renew checks that custody still holds (the record names this guardian,
