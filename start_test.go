@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"procmon/internal/ids"
 	"procmon/internal/state"
 )
 
@@ -188,7 +189,7 @@ func TestLeftoversFindsUnrecordedGuardian(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	runProcmon(t, procmon, "configure", "--enable")
-	g := procmon("__guardian", stateDir, state.NewID("m_"))
+	g := procmon("__guardian", stateDir, ids.NewID("m_"))
 	spec, err := g.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

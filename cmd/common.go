@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"procmon/internal/early"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -16,7 +17,7 @@ import (
 
 // openState resolves and checks the state directory.
 func openState(env *Env) (*state.Dir, error) {
-	path, err := state.Resolve(env.Getenv)
+	path, err := stateDirPath(env.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -144,4 +145,14 @@ func flagsUsed(c *cobra.Command, except ...string) bool {
 		}
 	})
 	return used
+}
+
+// stateDirPath is the state directory the environment names (see
+// early.StateDir); none named is state_unsafe.
+func stateDirPath(getenv func(string) string) (string, error) {
+	path, err := early.StateDir(getenv)
+	if err == early.ErrNoStateDir {
+		return "", protocol.Errorf(protocol.CodeStateUnsafe, "%v", err)
+	}
+	return path, err
 }

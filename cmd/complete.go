@@ -142,7 +142,7 @@ func completeRunIDs(env *Env) completion {
 // readOnlyState is the state directory for completions, which must never
 // create it.
 func readOnlyState(env *Env) (*state.Dir, bool) {
-	path, err := state.Resolve(env.Getenv)
+	path, err := stateDirPath(env.Getenv)
 	if err != nil {
 		return nil, false
 	}

@@ -54,7 +54,7 @@ func resolveMonitorArg(env *Env, arg string) (string, error) {
 	if state.ValidMonitorID(arg) == nil || !idPrefixLike(arg) {
 		return arg, nil
 	}
-	path, err := state.Resolve(env.Getenv)
+	path, err := stateDirPath(env.Getenv)
 	if err != nil {
 		return arg, nil
 	}
@@ -100,7 +100,7 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path, err := state.Resolve(env.Getenv)
+	path, err := stateDirPath(env.Getenv)
 	if err != nil {
 		return "", err
 	}

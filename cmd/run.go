@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"procmon/internal/ids"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -97,7 +98,7 @@ func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 		return nil, state.MonitorsDisabled("no runner settings are stored in " + dir.Path)
 	}
 	r := &state.Run{
-		RunID:             state.NewID("r_"),
+		RunID:             ids.NewID("r_"),
 		CreatedAtMs:       env.Now().UnixMilli(),
 		Policy:            settings,
 		Tools:             state.Tools,

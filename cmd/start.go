@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/early"
+	"procmon/internal/ids"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/redact"
@@ -268,7 +269,7 @@ type earlyGuardian struct {
 }
 
 func launch(dir *state.Dir) (*earlyGuardian, error) {
-	id := state.NewID("m_")
+	id := ids.NewID("m_")
 	pg, err := proc.StartGuardian(dir, id)
 	if err != nil {
 		return nil, err

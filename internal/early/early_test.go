@@ -161,27 +161,6 @@ func TestStateDir(t *testing.T) {
 	}
 }
 
-func TestNewID(t *testing.T) {
-	if sysGetrandom != 0 && !getrandom(make([]byte, 26)) {
-		t.Error("getrandom failed: is sysGetrandom the right number?")
-	}
-	refused := func([]byte) bool { return false }
-	for name, id := range map[string]func() string{
-		"from getrandom":               func() string { return NewID("m_") },
-		"from the runtime's generator": func() string { return newID("m_", refused) },
-	} {
-		valid := regexp.MustCompile(`^m_[0-9a-z]{26}$`)
-		seen := map[string]bool{}
-		for i := 0; i < 1000; i++ {
-			s := id()
-			if !valid.MatchString(s) || seen[s] {
-				t.Fatalf("%s, id %d: %q (seen before: %v)", name, i, s, seen[s])
-			}
-			seen[s] = true
-		}
-	}
-}
-
 // TestImportsStayEarly keeps this package's init where the package
 // comment says it runs: among the first, which a dependency with a later
 // init (reflection, path/filepath, x/sys/unix, the rest of procmon) would
@@ -193,10 +172,10 @@ func TestImportsStayEarly(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		switch {
-		// Package fault imports nothing (or, built for the fault tests,
-		// only os and syscall, as this package does).
+		// Packages fault and ids import nothing this one does not (fault,
+		// built for the fault tests, only os and syscall).
 		case dep == "reflect", dep == "fmt", dep == "path/filepath", dep == "golang.org/x/sys/unix",
-			strings.HasPrefix(dep, "procmon/") && dep != "procmon/internal/early" && dep != "procmon/internal/fault":
+			strings.HasPrefix(dep, "procmon/") && dep != "procmon/internal/early" && dep != "procmon/internal/fault" && dep != "procmon/internal/ids":
 			t.Errorf("package early depends on %s, whose init runs late", dep)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"procmon/internal/fault"
+	"procmon/internal/ids"
 )
 
 // init starts, in a guardian, the catching of its signals, and for
@@ -53,7 +54,7 @@ func launchForStart(args []string) {
 	if fi, err := os.Lstat(dir + "/monitors"); err != nil || !fi.IsDir() { // state.Open makes it
 		return
 	}
-	launched, _ = LaunchGuardian(dir, NewID("m_"))
+	launched, _ = LaunchGuardian(dir, ids.NewID("m_"))
 }
 
 // Guardian is a guardian process launched before its spec is known: it

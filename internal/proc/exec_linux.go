@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/early"
+	"procmon/internal/ids"
 	"procmon/internal/logtext"
 	"procmon/internal/protocol"
 	"procmon/internal/redact"
@@ -213,7 +214,7 @@ func (g *guardian) traceExec(dir *state.Dir) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read own start time: %w", err)
 	}
-	id := state.NewID("m_")
+	id := ids.NewID("m_")
 	mk := state.Maker{GuardianPID: g.self, GuardianStartTicks: selfTicks, BootID: state.BootID(), Session: g.child, SessionTicks: ticks}
 	if err := dir.CreateMonitorDir(id, mk); err != nil {
 		return "", fmt.Errorf("record the command's trace: %w", err)

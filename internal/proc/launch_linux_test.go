@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/early"
+	"procmon/internal/ids"
 	"procmon/internal/state"
 )
 
@@ -64,7 +65,7 @@ func startTestGuardian(t *testing.T) (*state.Dir, string, *PendingGuardian) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := state.NewID("m_")
+	id := ids.NewID("m_")
 	pg, err := StartGuardian(dir, id)
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +340,7 @@ func TestAdoptGuardianRefusesAnotherLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ stateDir, id string }{
-		{filepath.Join(t.TempDir(), "other"), state.NewID("m_")},
+		{filepath.Join(t.TempDir(), "other"), ids.NewID("m_")},
 		{dir.Path, "m_../../x"},
 	} {
 		g, err := early.LaunchGuardian(tc.stateDir, tc.id)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"procmon/internal/ids"
 	"procmon/internal/redact"
 	"procmon/internal/state"
 )
@@ -26,7 +27,7 @@ func newTestCopier(t *testing.T, limit *int64) *outputCopier {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := state.NewID("m_")
+	id := ids.NewID("m_")
 	if err := dir.CreateMonitorDir(id, state.Maker{}); err != nil {
 		t.Fatal(err)
 	}

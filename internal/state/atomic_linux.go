@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"procmon/internal/ids"
 )
 
 // tempPrefix marks files that a writer has not yet renamed into place; a
@@ -31,7 +33,7 @@ func writeFileAtomic(root, dir, name string, data []byte, durable bool) (err err
 		return err
 	}
 	defer unix.Close(dirfd)
-	tmp := NewID(tempPrefix + name + "-")
+	tmp := ids.NewID(tempPrefix + name + "-")
 	f, err := openFileAt(dirfd, dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600, 0)
 	if err != nil {
 		return fmt.Errorf("create temp file for %s: %w", name, err)

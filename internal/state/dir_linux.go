@@ -8,24 +8,12 @@ import (
 	"strings"
 	"syscall"
 
-	"procmon/internal/early"
 	"procmon/internal/protocol"
 )
 
 // Dir is an opened, checked state directory.
 type Dir struct {
 	Path string
-}
-
-// Resolve returns the state directory named by the environment:
-// $PROCMON_STATE_DIR, else $XDG_STATE_HOME/procmon, else
-// ~/.local/state/procmon.
-func Resolve(getenv func(string) string) (string, error) {
-	path, err := early.StateDir(getenv)
-	if err == early.ErrNoStateDir {
-		return "", protocol.Errorf(protocol.CodeStateUnsafe, "%v", err)
-	}
-	return path, err
 }
 
 // Open creates the state directory if needed (mode 0700) and refuses one

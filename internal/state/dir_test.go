@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"procmon/internal/ids"
 	"procmon/internal/protocol"
 )
 
@@ -128,7 +129,7 @@ func TestMonitorIDNeverAPath(t *testing.T) {
 			t.Errorf("%q accepted", id)
 		}
 	}
-	if err := ValidMonitorID(NewID("m_")); err != nil {
+	if err := ValidMonitorID(ids.NewID("m_")); err != nil {
 		t.Errorf("NewID: %v", err)
 	}
 }
@@ -140,7 +141,7 @@ func TestRemoveMonitorDirKeepsARecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, recorded := NewID("m_"), NewID("m_")
+	started, recorded := ids.NewID("m_"), ids.NewID("m_")
 	for _, id := range []string{started, recorded} {
 		if err := d.CreateMonitorDir(id, Maker{}); err != nil {
 			t.Fatal(err)
@@ -173,7 +174,7 @@ func TestFirstRecordOfAnySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, argLen := range []int{1, firstRecordSize} {
-		id := NewID("m_")
+		id := ids.NewID("m_")
 		if err := d.CreateMonitorDir(id, Maker{}); err != nil {
 			t.Fatal(err)
 		}

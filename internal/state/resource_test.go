@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/ids"
 	"procmon/internal/protocol"
 )
 
@@ -18,7 +19,7 @@ func TestOutOfDescriptorsIsNotCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := NewID("m_")
+	id := ids.NewID("m_")
 	if err := d.CreateMonitorDir(id, Maker{}); err != nil {
 		t.Fatal(err)
 	}

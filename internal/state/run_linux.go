@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"procmon/internal/early"
+	"procmon/internal/ids"
 	"procmon/internal/protocol"
 )
 
@@ -79,9 +79,6 @@ func ValidRunID(id string) error {
 	return nil
 }
 
-// NewID returns prefix followed by 26 random base-36 characters.
-func NewID(prefix string) string { return early.NewID(prefix) }
-
 func (d *Dir) runDir(id string) string { return filepath.Join(d.Path, runsDir, id) }
 
 const runName = "run.json"
@@ -100,7 +97,7 @@ func (d *Dir) CreateRun(r *Run) error {
 		return err
 	}
 	defer unix.Close(parentFD)
-	tmpName := NewID(tempPrefix + r.RunID + "-")
+	tmpName := ids.NewID(tempPrefix + r.RunID + "-")
 	if err := unix.Mkdirat(parentFD, tmpName, 0o700); err != nil {
 		return fmt.Errorf("create run %s: %w", r.RunID, err)
 	}

@@ -1,4 +1,4 @@
-package early
+package ids
 
 // sysGetrandom is getrandom(2)'s number, which package syscall does not
 // define on amd64.

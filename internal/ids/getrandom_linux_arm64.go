@@ -1,4 +1,4 @@
-package early
+package ids
 
 import "syscall"
 
