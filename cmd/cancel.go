@@ -191,7 +191,7 @@ func runCancel(env *Env, id string, graceMs int64) (*receiptView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := admitMonitor(env, dir, m, "cancel_process"); err != nil {
+	if err := dir.AdmitFor(m, state.CancelTool, env.Now().UnixMilli()); err != nil {
 		return nil, err
 	}
 	o, err := proc.Cancel(dir, id, graceMs, "cancel")

@@ -3,8 +3,7 @@
 package cmd
 
 import (
-	"errors"
-	"io/fs"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -36,69 +35,6 @@ func selectedRun(env *Env, g *globals) (string, error) {
 	return id, state.ValidRunID(id)
 }
 
-// loadRun loads a run. The default run is created on first use, freezing
-// the settings of that moment; it is never created while monitors are
-// disabled, so enabling them later still reaches it.
-func loadRun(env *Env, dir *state.Dir, id string) (*state.Run, error) {
-	r, err := dir.LoadRun(id)
-	if err == nil || id != state.DefaultRun || !protocol.HasCode(err, protocol.CodeUnknownRun) {
-		return r, err
-	}
-	settings, err := enabledSettings(dir)
-	if err != nil {
-		return nil, err
-	}
-	created := &state.Run{
-		RunID:       id,
-		CreatedAtMs: env.Now().UnixMilli(),
-		Policy:      settings,
-		Tools:       state.Tools,
-	}
-	if err := dir.CreateRun(created); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	return dir.LoadRun(id)
-}
-
-// enabledSettings returns the stored settings if they enable monitors.
-func enabledSettings(dir *state.Dir) (state.Settings, error) {
-	s, ok, err := dir.LoadSettings()
-	if err != nil {
-		return s, err
-	}
-	if !ok {
-		return s, state.MonitorsDisabled("no runner settings are stored in " + dir.Path)
-	}
-	if !s.Sandbox.ProcessMonitor {
-		return s, state.MonitorsDisabled("the stored settings have process_monitor false")
-	}
-	return s, nil
-}
-
-// admit checks a run's frozen policy and grants for one tool.
-func admit(r *state.Run, tool string) error {
-	if !r.Policy.Sandbox.ProcessMonitor {
-		return state.MonitorsDisabled("run " + r.RunID + " was created while they were off")
-	}
-	if r.NativeCheckpoints {
-		return protocol.Errorf(protocol.CodeCheckpointsIncompat, "run %s uses native checkpoints, which reject monitor grants; create a run without --native-checkpoints", r.RunID).With("run_id", r.RunID)
-	}
-	if !r.Allows(tool) {
-		return protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (allowed: %v); create a run with: procmon run new --tools ...", r.RunID, tool, r.Tools).
-			With("run_id", r.RunID).With("tool", tool)
-	}
-	return nil
-}
-
-// admitMonitor checks the grants of the run a monitor belongs to.
-func admitMonitor(env *Env, dir *state.Dir, m *state.Monitor, tool string) error {
-	r, err := loadRun(env, dir, m.RunID)
-	if err != nil {
-		return err
-	}
-	return admit(r, tool)
-}
-
 // observeFor opens the state directory, observes a monitor and checks
 // that its run grants the tool.
 func observeFor(env *Env, id, tool string) (*state.Dir, *proc.Observation, error) {
@@ -110,7 +46,7 @@ func observeFor(env *Env, id, tool string) (*state.Dir, *proc.Observation, error
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := admitMonitor(env, dir, o.Monitor, tool); err != nil {
+	if err := dir.AdmitFor(o.Monitor, tool, env.Now().UnixMilli()); err != nil {
 		return nil, nil, err
 	}
 	return dir, o, nil
@@ -140,7 +76,7 @@ func respond(env *Env, g *globals, v any) error {
 func flagsUsed(c *cobra.Command, except ...string) bool {
 	used := false
 	c.Flags().Visit(func(f *pflag.Flag) {
-		if c.Root().PersistentFlags().Lookup(f.Name) == nil && !contains(except, f.Name) {
+		if c.Root().PersistentFlags().Lookup(f.Name) == nil && !slices.Contains(except, f.Name) {
 			used = true
 		}
 	})

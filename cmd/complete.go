@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -47,7 +48,7 @@ func completeMonitors(env *Env, liveOnly, firstOnly bool) completion {
 		}
 		var offers []offer
 		for _, id := range ids {
-			if !strings.HasPrefix(id, prefix) || contains(args, id) {
+			if !strings.HasPrefix(id, prefix) || slices.Contains(args, id) {
 				continue
 			}
 			m, err := dir.LoadMonitor(id)

@@ -143,24 +143,9 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 	if err != nil {
 		return nil, err
 	}
-	run, err := loadRun(env, dir, runID)
+	run, err := dir.Admit(runID, state.ExecTool, admitted, func(o state.Owner) bool { return proc.Matches(o.PID, o.StartTicks) })
 	if err != nil {
 		return nil, err
-	}
-	// The run's grant of execute_command, without the monitors' refusal
-	// of native checkpoints: a foreground command is no monitor.
-	if !run.Policy.Sandbox.ProcessMonitor {
-		return nil, state.MonitorsDisabled("run " + run.RunID + " was created while they were off")
-	}
-	if !run.Allows(state.ExecTool) {
-		return nil, protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (allowed: %v); create a run with: procmon run new --tools ...", run.RunID, state.ExecTool, run.Tools).
-			With("run_id", run.RunID).With("tool", state.ExecTool)
-	}
-	if run.EndedAtMs != nil {
-		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and runs nothing more; create a new one with: procmon run new", run.RunID).With("run_id", run.RunID)
-	}
-	if o := run.Owner; o != nil && !proc.Matches(o.PID, o.StartTicks) {
-		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited; create a new one with: procmon run new", run.RunID, o.PID).With("run_id", run.RunID)
 	}
 	// Later commands never run on an uncertain handoff: every monitor the
 	// command depends on must be running with a current ownership window.
@@ -182,15 +167,15 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 	if req.TimeoutSeconds != nil {
 		timeout = *req.TimeoutSeconds
 	}
-	childEnv := mergeEnv(env.Environ(), req.Env)
-	secrets, warnings := collectSecrets(childEnv, startRequest{Secrets: req.Secrets, SecretEnv: req.SecretEnv}, run.Policy.SecretEnv)
+	childEnv := (&proc.Command{Inherited: env.Environ(), Env: req.Env}).Environ()
+	secrets, warnings := redact.Secrets(childEnv, req.Secrets, append(append([]string(nil), req.SecretEnv...), run.Policy.SecretEnv...))
 	sb := run.Policy.Sandbox
 	spec := proc.ExecSpec{
 		Argv:           req.Argv,
 		Cwd:            cwd,
 		Env:            childEnv,
 		Secrets:        secrets,
-		DeadlineMs:     workDeadline(run, admitted, &timeout),
+		DeadlineMs:     run.WorkDeadline(admitted, &timeout),
 		MaxOutputBytes: sb.MaxOutputBytes,
 		WindowBytes:    defaultLogBytes,
 		GraceMs:        proc.DefaultDrainGraceMs,

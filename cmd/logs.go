@@ -141,7 +141,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	if req.Offset != nil && *req.Offset < 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "offset" must not be negative`).With("field", "offset")
 	}
-	dir, o, err := observeFor(env, req.MonitorID, "process_logs")
+	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 func followLogs(env *Env, req logsRequest) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dir, _, err := observeFor(env, req.MonitorID, "process_logs")
+	dir, _, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 	if req.MonitorID == "" {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
 	}
-	dir, o, err := observeFor(env, req.MonitorID, "process_logs")
+	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
 		return err
 	}

@@ -201,10 +201,10 @@ func toolError(err error) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
 }
 
-// callEnv is env for one call: no stdin, and no early guardian.
+// callEnv is env for one call: no stdin.
 func (s *mcpSession) callEnv() *Env {
 	e := *s.env
-	e.Stdin, e.early = nil, nil
+	e.Stdin = nil
 	e.StdinIsTerminal, e.StdoutIsTerminal = false, false
 	return &e
 }

@@ -35,10 +35,6 @@ type Env struct {
 	StdinIsTerminal bool
 	// StdoutIsTerminal selects human tables where a command has them.
 	StdoutIsTerminal bool
-
-	// early is a guardian Main launched before parsing a start command
-	// line; runStart takes it (see launchEarly).
-	early *earlyGuardian
 }
 
 func defaultEnv() *Env {
@@ -62,18 +58,14 @@ func Main() int {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
 	if pe := checkLimits(); pe != nil {
-		if g := early.TakeLaunched(); g != nil {
-			g.Abandon()
-		}
+		early.AbandonLaunched()
 		protocol.WriteJSON(os.Stdout, pe.Object(), false)
 		return pe.Code.ExitStatus()
 	}
-	env := defaultEnv()
-	if early := launchEarly(); early != nil {
-		env.early = early
-		defer early.guardian.Abandon() // nothing once handed off
-	}
-	return Run(os.Args[1:], env)
+	// A guardian launched before main for a start that never reaches
+	// proc.Start (bad flags, --help) is not left waiting.
+	defer early.AbandonLaunched()
+	return Run(os.Args[1:], defaultEnv())
 }
 
 // Version is procmon's version, set at build time with

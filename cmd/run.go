@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"procmon/internal/ids"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -90,52 +89,15 @@ func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings, ok, err := dir.LoadSettings()
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, state.MonitorsDisabled("no runner settings are stored in " + dir.Path)
-	}
-	r := &state.Run{
-		RunID:             ids.NewID("r_"),
-		CreatedAtMs:       env.Now().UnixMilli(),
-		Policy:            settings,
-		Tools:             state.Tools,
-		NativeCheckpoints: req.NativeCheckpoints,
-	}
-	if req.Tools != nil {
-		r.Tools = nil
-		for _, t := range req.Tools {
-			t = strings.TrimSpace(t)
-			if !contains(state.Tools, t) {
-				return nil, protocol.Errorf(protocol.CodeInvalidRequest, "unknown tool %q: the tools are %s", t, strings.Join(state.Tools, ", ")).With("field", "tools")
-			}
-			if !contains(r.Tools, t) {
-				r.Tools = append(r.Tools, t)
-			}
-		}
-	}
+	n := state.NewRun{Tools: req.Tools, NativeCheckpoints: req.NativeCheckpoints}
 	if req.OwnerPID != 0 {
 		ticks, err := proc.StartTicks(req.OwnerPID)
 		if req.OwnerPID < 0 || err != nil || !proc.Matches(req.OwnerPID, ticks) {
 			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d is not a running process", req.OwnerPID).With("field", "owner_pid")
 		}
-		r.Owner = &state.Owner{PID: req.OwnerPID, StartTicks: ticks}
+		n.Owner = &state.Owner{PID: req.OwnerPID, StartTicks: ticks}
 	}
-	if err := dir.CreateRun(r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return dir.CreateNewRun(n, env.Now().UnixMilli())
 }
 
 type runEndResponse struct {

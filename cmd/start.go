@@ -3,20 +3,14 @@
 package cmd
 
 import (
-	"fmt"
-	"math"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"procmon/internal/early"
-	"procmon/internal/ids"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
-	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -138,110 +132,34 @@ are redacted from the output before it is stored.`,
 }
 
 func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
-	admitted := env.Now().UnixMilli()
 	if len(req.Argv) == 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty: procmon start -- COMMAND [ARGS...]`).With("field", "argv")
 	}
-	if req.Argv[0] == "" {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[0] is empty`).With("field", "argv")
-	}
-	if err := protocol.SecondsOrNull("timeout_seconds", req.TimeoutSeconds); err != nil {
+	dir, err := openState(env)
+	if err != nil {
 		return nil, err
 	}
-	// A NUL byte cannot cross execve: refused here, before a slot is taken.
-	for i, a := range req.Argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] holds a NUL byte, which no program can be passed`, i).With("field", "argv")
-		}
-	}
-	if strings.IndexByte(req.Cwd, 0) >= 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd" holds a NUL byte`).With("field", "cwd")
-	}
-	for k, v := range req.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %q=... is not a variable a program can be given (an empty name, or "=" or a NUL byte in it)`, k).With("field", "env")
-		}
-	}
-	for i, s := range req.Secrets {
-		if len(s) < redact.MinSecretLen {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
-		}
+	runID, err := selectedRun(env, g)
+	if err != nil {
+		return nil, err
 	}
 	cwd, err := resolveCwd(env, req.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	// The guardian boots while admission runs and the monitor's directory
-	// is made; it starts nothing until it is handed a spec, and a refused
-	// start waits for it to exit and removes the directory.
-	early := env.early
-	env.early = nil
-	if early == nil {
-		dir, err := openState(env)
-		if err != nil {
-			return nil, err
-		}
-		if early, err = launch(dir); err != nil {
-			return nil, err
-		}
-	}
-	dir, monitorID, guardian := early.dir, early.monitorID, early.guardian
-	defer guardian.Abandon()
-
-	runID, err := selectedRun(env, g)
-	if err != nil {
-		return nil, err
-	}
-	run, err := loadRun(env, dir, runID)
-	if err != nil {
-		return nil, err
-	}
-	if err := admit(run, "start_process"); err != nil {
-		return nil, err
-	}
-	if run.EndedAtMs != nil {
-		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and starts nothing more; create a new one with: procmon run new", run.RunID).With("run_id", run.RunID)
-	}
-	if o := run.Owner; o != nil && !proc.Matches(o.PID, o.StartTicks) {
-		now := env.Now().UnixMilli()
-		dir.UpdateRun(run.RunID, func(r *state.Run) error {
-			if r.EndedAtMs == nil {
-				r.EndedAtMs, r.EndReason = &now, "owner_exited"
-			}
-			return nil
-		})
-		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited; create a new one with: procmon run new", run.RunID, o.PID).With("run_id", run.RunID)
-	}
-	sb := run.Policy.Sandbox
-	childEnv := mergeEnv(env.Environ(), req.Env)
-	secrets, warnings := collectSecrets(childEnv, req, run.Policy.SecretEnv)
-	spec := proc.Spec{
-		StateDir:       dir.Path,
-		MonitorID:      monitorID,
-		RunID:          run.RunID,
-		Name:           req.Name,
-		Argv:           req.Argv,
-		Cwd:            cwd,
-		Env:            childEnv,
-		Secrets:        secrets,
-		AdmittedAtMs:   admitted,
-		WorkDeadlineMs: workDeadline(run, admitted, req.TimeoutSeconds),
-		MaxOutputBytes: sb.MaxOutputBytes,
-		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
-		Owner:          run.Owner,
-	}
-	guardian.Prepare(&spec)
-	// The slot is taken before anything is spawned and never refunded.
-	// The guardian has the spec while the slot is made durable, and spawns
-	// the child only at the handoff, once it is.
-	_, err = dir.TakeOrdinal(run.RunID, sb.CommandLimit, func(ordinal int64) error {
-		spec.CommandOrdinal = ordinal
-		return guardian.Send(spec)
+	m, warnings, err := proc.Start(dir, proc.StartRequest{
+		RunID: runID,
+		Name:  req.Name,
+		Command: proc.Command{
+			Argv:           req.Argv,
+			Cwd:            cwd,
+			Env:            req.Env,
+			Inherited:      env.Environ(),
+			Secrets:        req.Secrets,
+			SecretEnv:      req.SecretEnv,
+			TimeoutSeconds: req.TimeoutSeconds,
+		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	m, err := guardian.Handoff()
 	if err != nil {
 		return nil, err
 	}
@@ -259,44 +177,6 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		WorkDeadlineMs:       m.WorkDeadlineMs,
 		Warnings:             warnings,
 	}, nil
-}
-
-// earlyGuardian is a guardian launched for a start not yet admitted.
-type earlyGuardian struct {
-	dir       *state.Dir
-	monitorID string
-	guardian  *proc.PendingGuardian
-}
-
-func launch(dir *state.Dir) (*earlyGuardian, error) {
-	id := ids.NewID("m_")
-	pg, err := proc.StartGuardian(dir, id)
-	if err != nil {
-		return nil, err
-	}
-	return &earlyGuardian{dir: dir, monitorID: id, guardian: pg}, nil
-}
-
-// launchEarly takes charge of the guardian that package early launched,
-// before main, for "procmon start ..." in a state directory already made
-// (see early). A state directory that fails its checks here abandons it,
-// and runStart meets and reports the failure. A guardian that runStart
-// does not take is abandoned when Main returns.
-func launchEarly() *earlyGuardian {
-	g := early.TakeLaunched()
-	if g == nil {
-		return nil
-	}
-	dir, err := state.Open(g.StateDir)
-	if err != nil {
-		g.Abandon()
-		return nil
-	}
-	pg, err := proc.AdoptGuardian(dir, g)
-	if err != nil {
-		return nil
-	}
-	return &earlyGuardian{dir: dir, monitorID: g.MonitorID, guardian: pg}
 }
 
 // envFlags turns --env NAME=VALUE flags into a request's env; none: nil.
@@ -331,84 +211,4 @@ func resolveCwd(env *Env, cwd string) (string, error) {
 		cwd = filepath.Join(wd, cwd)
 	}
 	return filepath.Clean(cwd), nil
-}
-
-// workDeadline is the smallest chosen cap: the run's work duration counted
-// from the run's creation, the monitor timeout and the request's timeout
-// counted from admission. None chosen: no deadline.
-func workDeadline(run *state.Run, admittedMs int64, requestSeconds *int64) *int64 {
-	var deadline *int64
-	consider := func(fromMs int64, seconds *int64) {
-		if seconds == nil {
-			return
-		}
-		d := int64(math.MaxInt64) // saturated: a stored policy may predate the bound
-		if *seconds <= (math.MaxInt64-fromMs)/1000 {
-			d = fromMs + *seconds*1000
-		}
-		if deadline == nil || d < *deadline {
-			deadline = &d
-		}
-	}
-	if wd := run.Policy.Sandbox.WorkDuration; wd != nil {
-		consider(run.CreatedAtMs, wd.TimeoutSeconds)
-	}
-	consider(admittedMs, run.Policy.Sandbox.MonitorTimeoutSeconds)
-	consider(admittedMs, requestSeconds)
-	return deadline
-}
-
-// mergeEnv overlays the request's variables on the inherited environment.
-func mergeEnv(inherited []string, extra map[string]string) []string {
-	out := make([]string, 0, len(inherited)+len(extra))
-	for _, kv := range inherited {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, replaced := extra[k]; !replaced {
-			out = append(out, kv)
-		}
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out = append(out, k+"="+extra[k])
-	}
-	return out
-}
-
-// secretName reports whether a variable is secret by its name alone.
-func secretName(name string) bool {
-	n := strings.ToUpper(name)
-	return strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") ||
-		strings.Contains(n, "PASSWORD") || strings.Contains(n, "CREDENTIAL") ||
-		strings.HasSuffix(n, "_KEY")
-}
-
-// collectSecrets gathers the values to redact: the request's secrets and
-// the values of secret variables (by name pattern, the request's
-// secret_env and the settings' secret_env). A variable's value too short
-// to redact safely is left alone and named in a warning.
-func collectSecrets(childEnv []string, req startRequest, settingsNames []string) (secrets, warnings []string) {
-	secrets = append(secrets, req.Secrets...)
-	named := map[string]bool{}
-	for _, n := range append(append([]string(nil), req.SecretEnv...), settingsNames...) {
-		named[n] = true
-	}
-	for _, kv := range childEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		if !named[k] && !secretName(k) {
-			continue
-		}
-		if v == "" {
-			continue
-		}
-		if len(v) < redact.MinSecretLen {
-			warnings = append(warnings, fmt.Sprintf("env %s looks secret but its value is shorter than %d bytes, so it is not redacted", k, redact.MinSecretLen))
-			continue
-		}
-		secrets = append(secrets, v)
-	}
-	return secrets, warnings
 }

@@ -63,7 +63,7 @@ when none is live the one started last.`,
 }
 
 func runStatus(env *Env, id string) (*monitorView, error) {
-	dir, o, err := observeFor(env, id, "process_status")
+	dir, o, err := observeFor(env, id, state.StatusTool)
 	if err != nil {
 		return nil, err
 	}

@@ -207,7 +207,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		}
 		timeout = time.Duration(*timeoutSeconds) * time.Second
 	}
-	dir, o, err := observeFor(env, id, "wait_process")
+	dir, o, err := observeFor(env, id, state.WaitTool)
 	if err != nil {
 		return nil, err
 	}

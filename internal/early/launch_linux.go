@@ -3,6 +3,7 @@ package early
 import (
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"procmon/internal/fault"
@@ -24,15 +25,21 @@ func init() {
 }
 
 // launched is the guardian init launched for this start, until taken.
-var launched *Guardian
+var launched atomic.Pointer[Guardian]
 
 // TakeLaunched returns the guardian launched before main for this
 // "procmon start", or nil if none was. Only the first call returns it:
 // its taker owns it.
 func TakeLaunched() *Guardian {
-	g := launched
-	launched = nil
-	return g
+	return launched.Swap(nil)
+}
+
+// AbandonLaunched abandons the guardian launched before main, unless it
+// was taken (see Guardian.Abandon).
+func AbandonLaunched() {
+	if g := TakeLaunched(); g != nil {
+		g.Abandon()
+	}
 }
 
 // launchForStart launches the guardian of "procmon start ARGS..." unless
@@ -54,7 +61,9 @@ func launchForStart(args []string) {
 	if fi, err := os.Lstat(dir + "/monitors"); err != nil || !fi.IsDir() { // state.Open makes it
 		return
 	}
-	launched, _ = LaunchGuardian(dir, ids.NewID("m_"))
+	if g, err := LaunchGuardian(dir, ids.NewID("m_")); err == nil {
+		launched.Store(g)
+	}
 }
 
 // Guardian is a guardian process launched before its spec is known: it

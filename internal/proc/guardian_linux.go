@@ -93,7 +93,7 @@ type guardian struct {
 }
 
 // RunGuardian is the body of the hidden guardian subcommand, started by
-// StartGuardian as "procmon __guardian STATE_DIR MONITOR_ID" before the
+// Start as "procmon __guardian STATE_DIR MONITOR_ID" before the
 // request is admitted. It boots and prepares while the launcher takes the
 // command slot, then reads the Spec on stdin, starts the child, writes the
 // handoff on stdout and keeps custody until the receipt is durable. It
@@ -174,24 +174,6 @@ func (g *guardian) settle() {
 	g.reapOrphans()
 }
 
-// writeHandoff writes h to the launcher's pipe with write(2) itself: an
-// os.File write to descriptor 1 that meets a closed pipe raises SIGPIPE
-// unless it is caught, and a caller that died must not take the guardian
-// with it.
-func writeHandoff(w *os.File, h handoff) {
-	fd := int(w.Fd())
-	for data := appendHandoff(nil, h); len(data) > 0; {
-		n, err := unix.Write(fd, data)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		data = data[n:]
-	}
-}
-
 // logToOwnFile makes the guardian's stderr its own log in the monitor's
 // directory: what it has to say about custody (and a panic's trace) stays
 // with the monitor. It is made after the handoff, which it would only
@@ -270,20 +252,12 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 		return err
 	}
 	<-slotRead
-	if b, err := in.ReadByte(); err != nil || b != dirDurable {
+	if !heard(in, dirDurable) {
 		return errNotDurable
 	}
 	redirectToDevNull(0) // the spec pipe is done with
 	return g.out.openLog(g.dir, g.monitorID)
 }
-
-// errNotDurable means the launcher could not make the monitor's directory
-// durable: it says why itself.
-var errNotDurable = errors.New("the launcher did not make the monitor's directory durable")
-
-// errAbandoned means the launcher refused the start before the child was
-// spawned: the guardian leaves quietly.
-var errAbandoned = errors.New("the launcher abandoned the start")
 
 // discard undoes newGuardian and open for a start that never got its
 // running handoff. Unless something it spawned may be left (keepTrace),
@@ -357,9 +331,9 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 	// Nothing is spawned before the command slot is durable. (The byte is
 	// read here, by a blocking read, rather than handed over by a channel:
 	// the kernel wakes this thread itself.)
-	b, err := in.ReadByte()
+	slot := heard(in, slotDurable)
 	readSlot()
-	if err != nil || b != slotDurable {
+	if !slot {
 		return errAbandoned
 	}
 	<-g.sig.TerminationCaught

@@ -21,10 +21,19 @@ const DefaultRun = "default"
 // Tools are the tools a run grants, all of them unless it was created
 // with fewer: the five monitor tools of the seed, and execute_command
 // (procmon exec), which the seed's role grants beside them.
-var Tools = []string{"start_process", "wait_process", "process_status", "process_logs", "cancel_process", ExecTool}
+var Tools = []string{StartTool, WaitTool, StatusTool, LogsTool, CancelTool, ExecTool}
 
-// ExecTool is the tool of procmon exec.
-const ExecTool = "execute_command"
+// The tools, named as the seed names them. A command that acts on a
+// monitor checks the grant of the monitor's run, the others the selected
+// run's.
+const (
+	StartTool  = "start_process"
+	WaitTool   = "wait_process"
+	StatusTool = "process_status"
+	LogsTool   = "process_logs"
+	CancelTool = "cancel_process"
+	ExecTool   = "execute_command" // procmon exec
+)
 
 // Run is one agent invocation: the settings frozen when it was created,
 // its grants, its owner and whether it has ended.

@@ -19,7 +19,7 @@ import (
 	"procmon/internal/state"
 )
 
-// TestMain lets StartGuardian, which runs its own executable, start this
+// TestMain lets startGuardian, which runs its own executable, start this
 // test binary as a guardian.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == GuardianArg {
@@ -59,14 +59,14 @@ func children(pid int) []int {
 
 // startTestGuardian launches a guardian for a new monitor in a new state
 // directory.
-func startTestGuardian(t *testing.T) (*state.Dir, string, *PendingGuardian) {
+func startTestGuardian(t *testing.T) (*state.Dir, string, *pendingGuardian) {
 	t.Helper()
 	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := ids.NewID("m_")
-	pg, err := StartGuardian(dir, id)
+	pg, err := startGuardian(dir, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +76,10 @@ func startTestGuardian(t *testing.T) (*state.Dir, string, *PendingGuardian) {
 // launchByHand starts a guardian whose launcher side the test plays, and
 // sends it a spec for argv (sleep by default) once the monitor's directory
 // is durable.
-func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *PendingGuardian) {
+func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *pendingGuardian) {
 	t.Helper()
 	dir, id, pg := startTestGuardian(t)
-	pg.done = true // the test plays Handoff and Abandon
+	pg.done = true // the test plays handoff and abandon
 	t.Cleanup(func() { pg.g.Handoff.Close() })
 	if <-pg.made; pg.madeErr != nil {
 		t.Fatal(pg.madeErr)
@@ -99,7 +99,7 @@ func launchByHand(t *testing.T, argv ...string) (*state.Dir, string, *PendingGua
 }
 
 // awaitOneChild returns the guardian's one child once it has spawned it.
-func awaitOneChild(t *testing.T, pg *PendingGuardian) int {
+func awaitOneChild(t *testing.T, pg *pendingGuardian) int {
 	t.Helper()
 	for deadline := time.Now().Add(patience); ; time.Sleep(5 * time.Millisecond) {
 		if c := children(pg.g.PID); len(c) == 1 {
@@ -187,11 +187,11 @@ func TestGuardianWaitsForDurableDirectory(t *testing.T) {
 // custody with nothing left.
 func TestHandoffAfterDurableDirectory(t *testing.T) {
 	dir, id, pg := startTestGuardian(t)
-	defer pg.Abandon()
-	if err := pg.Send(testSpec(dir, id)); err != nil {
+	defer pg.abandon()
+	if err := pg.send(testSpec(dir, id)); err != nil {
 		t.Fatal(err)
 	}
-	m, err := pg.Handoff()
+	m, err := pg.handoff()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,15 +210,15 @@ func TestHandoffAfterDurableDirectory(t *testing.T) {
 	}
 }
 
-// TestPrepareDoesTheGuardiansLookups: Prepare resolves argv[0] as the
+// TestPrepareDoesTheGuardiansLookups: prepare resolves argv[0] as the
 // guardian would and reads the guardian's start time; the guardian runs
 // that program and its record names the guardian by that time. A program
-// Prepare cannot find is left for the guardian to refuse.
+// prepare cannot find is left for the guardian to refuse.
 func TestPrepareDoesTheGuardiansLookups(t *testing.T) {
 	dir, id, pg := startTestGuardian(t)
-	defer pg.Abandon()
+	defer pg.abandon()
 	spec := testSpec(dir, id)
-	pg.Prepare(&spec)
+	pg.prepare(&spec)
 	path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd)
 	if err != nil {
 		t.Fatal(err)
@@ -228,17 +228,17 @@ func TestPrepareDoesTheGuardiansLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	if spec.Path != path || spec.GuardianStartTicks != ticks {
-		t.Fatalf("Prepare gave path %q, start time %d; want %q, %d", spec.Path, spec.GuardianStartTicks, path, ticks)
+		t.Fatalf("prepare gave path %q, start time %d; want %q, %d", spec.Path, spec.GuardianStartTicks, path, ticks)
 	}
 	missing := Spec{Argv: []string{"no-such-program-anywhere"}, Env: spec.Env, Cwd: spec.Cwd}
-	if pg.Prepare(&missing); missing.Path != "" {
-		t.Errorf("Prepare resolved a missing program to %q", missing.Path)
+	if pg.prepare(&missing); missing.Path != "" {
+		t.Errorf("prepare resolved a missing program to %q", missing.Path)
 	}
 
-	if err := pg.Send(spec); err != nil {
+	if err := pg.send(spec); err != nil {
 		t.Fatal(err)
 	}
-	m, err := pg.Handoff()
+	m, err := pg.handoff()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,10 +331,10 @@ func TestSignalBeforeHandoffDrainsAfterIt(t *testing.T) {
 	}
 }
 
-// TestAdoptGuardianRefusesAnotherLaunch: a guardian launched for another
+// TestAdoptRefusesAnotherLaunch: a guardian launched for another
 // state directory, or with an id that is not a monitor id, is not taken
-// but abandoned, and gone once AdoptGuardian returns.
-func TestAdoptGuardianRefusesAnotherLaunch(t *testing.T) {
+// but abandoned, and gone once adoptGuardian returns.
+func TestAdoptRefusesAnotherLaunch(t *testing.T) {
 	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
 		t.Fatal(err)
@@ -347,8 +347,8 @@ func TestAdoptGuardianRefusesAnotherLaunch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pg, err := AdoptGuardian(dir, g); err == nil {
-			pg.Abandon()
+		if pg, err := adoptGuardian(dir, g); err == nil {
+			pg.abandon()
 			t.Fatalf("guardian launched for %s %s was adopted for %s", tc.stateDir, tc.id, dir.Path)
 		}
 		// Abandoned means reaped: the pid is no longer ours.

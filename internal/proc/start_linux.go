@@ -1,0 +1,483 @@
+package proc
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/early"
+	"procmon/internal/fault"
+	"procmon/internal/ids"
+	"procmon/internal/protocol"
+	"procmon/internal/redact"
+	"procmon/internal/state"
+)
+
+// This file is the start: both sides of the handshake between the
+// launcher (the "procmon start" process) and the guardian it launches,
+// from the launch to the durable running handoff. Start is its one entry.
+//
+//	launcher (procmon start)                  guardian (procmon __guardian)
+//	------------------------                  -----------------------------
+//	init (package early): fork+exec ────────▶ boots, catches its signals
+//	make monitors/.tmp-m_ID, naming the
+//	  guardian (state.Maker); rename it
+//	  to monitors/m_ID                        waits for the spec on stdin
+//	admit: run, grants, owner
+//	work out argv[0]'s path (prepare)
+//	under the run's lock: take the slot ──┐
+//	  send the spec ──────────────────────┼─▶ compiles the secrets, opens the
+//	  (the slot made durable)  ◀──────────┘   control socket and the first
+//	                                           record's temp file
+//	'g' (slotDurable) ──────────────────────▶ spawns the service (its session)
+//	sync the directory, make output.log
+//	'd' (dirDurable) ───────────────────────▶ opens output.log, writes the
+//	                                           first record (durable)
+//	reads the handoff ◀───────────────────── the record, or a typed error
+//	returns the monitor                        keeps custody; never waited for
+//
+// A pipe closed before a byte stops the start, on either side. The
+// launcher gives the guardian the run's ownership grace to hand off, then
+// kills it. What a guardian that died or was killed had spawned is in its
+// session, which the directory's maker names: the launcher stops it
+// (directly, or through reconcile once a record exists), and a launcher
+// that died itself leaves the directory for the next list (see
+// SweepAbandoned). A guardian is launched before main when it can be (see
+// package early): the two processes' boots overlap.
+
+// GuardianArg is the hidden subcommand that runs a guardian.
+const GuardianArg = early.GuardianArg
+
+// StartRequest is a start as the caller resolved it.
+type StartRequest struct {
+	Command
+	RunID string
+	Name  string
+}
+
+// Command is what start and exec run, resolved against the caller.
+type Command struct {
+	Argv      []string
+	Cwd       string            // absolute
+	Env       map[string]string // added to Inherited, replacing its own
+	Inherited []string          // the caller's environment, NAME=VALUE
+	Secrets   []string
+	SecretEnv []string // names of variables whose values are secrets
+	// TimeoutSeconds is the request's work deadline counted from
+	// admission; nil: none asked.
+	TimeoutSeconds *int64
+}
+
+// check refuses, before a slot is taken or anything is spawned, what no
+// program could be given.
+func (c *Command) check() error {
+	if len(c.Argv) == 0 {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty`).With("field", "argv")
+	}
+	if c.Argv[0] == "" {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[0] is empty`).With("field", "argv")
+	}
+	if err := protocol.SecondsOrNull("timeout_seconds", c.TimeoutSeconds); err != nil {
+		return err
+	}
+	// A NUL byte cannot cross execve.
+	for i, a := range c.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] holds a NUL byte, which no program can be passed`, i).With("field", "argv")
+		}
+	}
+	if strings.IndexByte(c.Cwd, 0) >= 0 {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd" holds a NUL byte`).With("field", "cwd")
+	}
+	for k, v := range c.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %q=... is not a variable a program can be given (an empty name, or "=" or a NUL byte in it)`, k).With("field", "env")
+		}
+	}
+	for i, s := range c.Secrets {
+		if len(s) < redact.MinSecretLen {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
+		}
+	}
+	return nil
+}
+
+// Environ is the command's environment: the request's variables over
+// the inherited ones.
+func (c *Command) Environ() []string {
+	out := make([]string, 0, len(c.Inherited)+len(c.Env))
+	for _, kv := range c.Inherited {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, replaced := c.Env[k]; !replaced {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+c.Env[k])
+	}
+	return out
+}
+
+// ownerAlive reports whether a run's owner is the process it was bound to.
+func ownerAlive(o state.Owner) bool { return Matches(o.PID, o.StartTicks) }
+
+// Start starts req's command under a guardian and returns once the
+// running handoff is durable: the monitor, and warnings about the request
+// (a secret-looking variable too short to redact). The command takes one
+// slot of the run's budget, never refunded. A start refused or failed
+// leaves no guardian, directory or process behind, and never reports
+// failure for a monitor that exists: a guardian lost during the start is
+// reconciled, and the error names the monitor and its receipt.
+func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
+	admitted := time.Now().UnixMilli()
+	if err := req.check(); err != nil {
+		early.AbandonLaunched()
+		return nil, nil, err
+	}
+	// The guardian boots while the start is admitted and the monitor's
+	// directory is made; it spawns nothing until the handoff.
+	pg, err := takeLaunched(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer pg.abandon() // nothing once handed off
+	run, err := dir.Admit(req.RunID, state.StartTool, admitted, ownerAlive)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := req.Environ()
+	secrets, warnings := redact.Secrets(env, req.Secrets, append(append([]string(nil), req.SecretEnv...), run.Policy.SecretEnv...))
+	sb := run.Policy.Sandbox
+	spec := Spec{
+		StateDir:       dir.Path,
+		MonitorID:      pg.monitorID,
+		RunID:          run.RunID,
+		Name:           req.Name,
+		Argv:           req.Argv,
+		Cwd:            req.Cwd,
+		Env:            env,
+		Secrets:        secrets,
+		AdmittedAtMs:   admitted,
+		WorkDeadlineMs: run.WorkDeadline(admitted, req.TimeoutSeconds),
+		MaxOutputBytes: sb.MaxOutputBytes,
+		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
+		Owner:          run.Owner,
+	}
+	pg.prepare(&spec)
+	// The slot is taken before anything is spawned. The guardian has the
+	// spec while the slot is made durable, and spawns the child only at
+	// the handoff, once it is.
+	_, err = dir.TakeOrdinal(run.RunID, sb.CommandLimit, func(ordinal int64) error {
+		spec.CommandOrdinal = ordinal
+		return pg.send(spec)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := pg.handoff()
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, warnings, nil
+}
+
+// takeLaunched takes charge of the guardian that package early launched
+// before main for this start, or launches one now: early launches only
+// for a state directory already made, and only this one may be used.
+func takeLaunched(dir *state.Dir) (*pendingGuardian, error) {
+	if g := early.TakeLaunched(); g != nil {
+		if pg, err := adoptGuardian(dir, g); err == nil {
+			return pg, nil
+		}
+	}
+	return startGuardian(dir, ids.NewID("m_"))
+}
+
+// pendingGuardian is a guardian process started before its spec is known.
+// A Go process takes milliseconds to boot, so the guardian is launched
+// first; while it boots, the caller does admission, takes the command
+// slot and makes the monitor's directory.
+//
+// The guardian's stdin carries the spec (send), then two bytes (handoff):
+// slotDurable once the command slot is durable, and dirDurable once the
+// monitor's directory is. The guardian prepares the start from the spec,
+// spawns the child only after the first byte and writes the first record
+// only after the second. A pipe closed before them stops the start. The
+// directory exists, naming the guardian (state.Maker), before the spec is
+// sent: whatever the guardian spawns is in its session, which the
+// directory makes provable should the guardian die before its record.
+type pendingGuardian struct {
+	g          *early.Guardian
+	dir        *state.Dir
+	monitorID  string
+	ticks      uint64        // the guardian's start time, once created is closed (0: unread)
+	created    chan struct{} // closed once the directory and the first record's temp file exist
+	createdErr error         // why they do not; read after created is closed
+	made       chan struct{} // closed once the log is made too and all is durable, or cannot be
+	madeErr    error         // why not; read after made is closed
+	sent       bool          // send has written the spec
+	graceMs    int64         // the spec's ownership grace: how long the handoff may take
+	done       bool
+}
+
+// The bytes that follow the spec on the guardian's stdin.
+const (
+	slotDurable = 'g' // the command slot is durable: the child may be spawned
+	dirDurable  = 'd' // the directory is durable: the record may be written
+)
+
+// startGuardian starts a detached guardian for monitorID in dir and makes
+// the monitor's directory in the background. The guardian waits for its
+// spec. It runs in its own session and lets go of the caller's stdio at
+// the handoff, so the caller may exit or be killed without touching the
+// service.
+func startGuardian(dir *state.Dir, monitorID string) (*pendingGuardian, error) {
+	if err := state.ValidMonitorID(monitorID); err != nil {
+		return nil, err
+	}
+	g, err := early.LaunchGuardian(dir.Path, monitorID)
+	if err != nil {
+		return nil, err
+	}
+	return adoptGuardian(dir, g)
+}
+
+// adoptGuardian takes charge of a guardian already launched for dir (by
+// early, before main) as startGuardian would have. A guardian launched
+// for another directory, or with an id that is not a monitor id, is
+// abandoned instead.
+func adoptGuardian(dir *state.Dir, g *early.Guardian) (*pendingGuardian, error) {
+	if g.StateDir != dir.Path {
+		g.Abandon()
+		return nil, fmt.Errorf("guardian launched for state directory %s, not %s", g.StateDir, dir.Path)
+	}
+	if err := state.ValidMonitorID(g.MonitorID); err != nil {
+		g.Abandon()
+		return nil, err
+	}
+	pg := &pendingGuardian{g: g, dir: dir, monitorID: g.MonitorID,
+		created: make(chan struct{}), made: make(chan struct{})}
+	go func() {
+		defer close(pg.made)
+		// The guardian is this process's child and is never reaped here
+		// before the handoff, so its pid names it still.
+		pg.ticks, _ = StartTicks(g.PID)
+		pg.createdErr = dir.CreateMonitorDir(pg.monitorID, state.Maker{GuardianPID: g.PID, GuardianStartTicks: pg.ticks, BootID: state.BootID()})
+		close(pg.created)
+		if pg.createdErr != nil {
+			pg.madeErr = pg.createdErr
+			return
+		}
+		// The log's entry is made durable with the record's (see
+		// SyncMonitorDir), so the log is made while the rest is synced.
+		synced := make(chan error, 1)
+		go func() { synced <- dir.SyncMonitorDir(pg.monitorID) }()
+		logErr := makeLog(dir, pg.monitorID)
+		if pg.madeErr = <-synced; logErr != nil {
+			pg.madeErr = logErr
+		}
+	}()
+	return pg, nil
+}
+
+// makeLog makes the monitor's empty output log, which the guardian opens
+// once it is told the directory is durable. (The guardian makes its own
+// log after the handoff: nothing is written to it before.)
+func makeLog(dir *state.Dir, monitorID string) error {
+	f, err := os.OpenFile(filepath.Join(dir.MonitorDir(monitorID), state.LogName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", state.LogName, err)
+	}
+	return f.Close()
+}
+
+// abandon sends no spec: the guardian exits, abandon waits for it and
+// removes the monitor's directory, so a refused start leaves no guardian
+// and no directory behind. After handoff it does nothing.
+func (pg *pendingGuardian) abandon() {
+	if pg.done {
+		return
+	}
+	pg.done = true
+	<-pg.made
+	pg.g.Spec.Close()
+	pg.g.Handoff.Close()
+	pg.g.Wait()
+	pg.dir.RemoveMonitorDir(pg.monitorID)
+}
+
+// prepare works out, while the guardian boots, what the guardian would
+// otherwise do itself before it spawns the child: the path of argv[0]
+// through the child's PATH and cwd, and the guardian's start time. What it
+// cannot work out it leaves for the guardian (a missing program is then
+// reported by the guardian, after the command slot is taken, as always).
+func (pg *pendingGuardian) prepare(spec *Spec) {
+	if len(spec.Argv) > 0 {
+		if path, err := lookPath(spec.Argv[0], spec.Env, spec.Cwd); err == nil {
+			spec.Path = path
+		}
+	}
+	if <-pg.created; pg.ticks != 0 {
+		spec.GuardianStartTicks = pg.ticks
+	}
+}
+
+// send sends the spec once the monitor's directory exists; the guardian
+// prepares the start from it but spawns nothing before handoff. It may be
+// called before the command slot in the spec is durable. After an error,
+// abandon cleans up.
+func (pg *pendingGuardian) send(spec Spec) error {
+	if <-pg.created; pg.createdErr != nil {
+		return pg.createdErr
+	}
+	data, err := spec.MarshalBinary()
+	if err == nil {
+		_, err = pg.g.Spec.Write(data)
+	}
+	if err != nil {
+		return fmt.Errorf("send spec to guardian: %w", err)
+	}
+	pg.sent = true
+	pg.graceMs = spec.OwnerGraceMs
+	return nil
+}
+
+// handoff tells the guardian sent its spec that the command slot is
+// durable, then that the directory is, and returns once the guardian has
+// durably recorded the running handoff, or with the error that stopped it
+// (exec_failed, nonreaping_unavailable, ...). What a guardian that died
+// during the start had spawned is stopped here, found in its session: with
+// its record written, through reconcile (the error names the monitor,
+// whose receipt says what was found); without, directly, and nothing is
+// left.
+func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
+	if !pg.sent {
+		return nil, errors.New("handoff before the spec was sent")
+	}
+	pg.done = true
+	defer pg.g.Handoff.Close()
+	_, tellErr := pg.g.Spec.Write([]byte{slotDurable})
+	if <-pg.made; pg.madeErr == nil && tellErr == nil {
+		_, tellErr = pg.g.Spec.Write([]byte{dirDurable})
+	}
+	pg.g.Spec.Close()
+	fault.Point("start:before_handoff")
+	// A guardian that has not handed off within the ownership grace (it
+	// was stopped, or is wedged) has lost the start: it is killed (it is
+	// this process's unreaped child, so its pid names it still), and what
+	// it spawned is stopped below, as for one that died.
+	stalled := time.AfterFunc(time.Duration(max(pg.graceMs, 1000))*time.Millisecond, func() {
+		syscall.Kill(pg.g.PID, syscall.SIGKILL)
+	})
+	// Read as soon as it is written (the guardian lets go of the pipe only
+	// after it), by a blocking read: the kernel wakes this thread itself.
+	h, err := readHandoff(bufio.NewReader(pg.g.Handoff))
+	if !stalled.Stop() && h.Monitor != nil {
+		// Killed just after it handed off: it is lost like any other
+		// guardian that dies, and status says so.
+		h.Monitor = nil
+	}
+	if err != nil {
+		h.Error = &protocol.ErrorBody{Code: protocol.CodeInternal, Message: "read guardian handoff: " + err.Error()}
+	}
+	if h.Monitor != nil {
+		// The guardian outlives this process; it is never waited for.
+		return h.Monitor, nil
+	}
+	// No running handoff: the guardian is exiting or dead. Wait for it, so
+	// a failed start provably leaves no guardian behind.
+	pg.g.Wait()
+	if _, err := pg.dir.LoadMonitor(pg.monitorID); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+		return nil, pg.settleLost(h.Error)
+	}
+	// Nothing was recorded. A guardian that failed on its own stopped what
+	// it had spawned; one that died may have left some of it, in its
+	// session: that is stopped here, and the directory goes once nothing
+	// is left (else it stays, naming the guardian, for list to settle).
+	if _, left := stopLost(pg.g.PID, pg.ticks, DefaultDrainGraceMs); len(left) > 0 {
+		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and %d of the processes it had started could not be stopped", pg.monitorID, len(left)).With("kill_unconfirmed", left)
+	}
+	pg.dir.RemoveMonitorDir(pg.monitorID)
+	switch {
+	case h.Error != nil && (pg.madeErr == nil || h.Error.Message != errNotDurable.Error()):
+		// What stopped the guardian. (A guardian that failed on its own
+		// removed the directory, which may have failed the launcher's
+		// making of it too.)
+		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
+	case pg.madeErr != nil: // the guardian stopped because of it
+		return nil, pg.madeErr
+	case tellErr != nil:
+		return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
+	}
+	return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
+}
+
+// settleLost stops what a guardian that died during its start left
+// behind, proven by its record, and reports the start as failed, naming
+// the monitor: its record stays, with a reconciled receipt.
+func (pg *pendingGuardian) settleLost(said *protocol.ErrorBody) error {
+	id := pg.monitorID
+	m, err := Reconcile(pg.dir, id, DefaultDrainGraceMs)
+	if err != nil {
+		return fmt.Errorf("the guardian of %s died during the start, and what it left could not be settled: %w", id, err)
+	}
+	why := "it died"
+	if said != nil {
+		why = said.Message
+	}
+	e := protocol.Errorf(protocol.CodeInternal, "the guardian of %s stopped during the start (%s); what it had started was stopped and its receipt kept", id, why).With("monitor_id", id)
+	if m.Receipt != nil {
+		e = e.With("receipt", m.Receipt)
+	}
+	return e
+}
+
+// The guardian's side of the handshake. (RunGuardian reads the spec, and
+// guardian.start and guardian.open wait for the two bytes.)
+
+// heard reads the launcher's next byte on the guardian's stdin and
+// reports whether it is want. Anything else (the pipe closed by a
+// launcher that refused the start or died) stops the start.
+func heard(in *bufio.Reader, want byte) bool {
+	b, err := in.ReadByte()
+	return err == nil && b == want
+}
+
+// errNotDurable means the launcher could not make the monitor's directory
+// durable: it says why itself.
+var errNotDurable = errors.New("the launcher did not make the monitor's directory durable")
+
+// errAbandoned means the launcher refused the start before the child was
+// spawned: the guardian leaves quietly.
+var errAbandoned = errors.New("the launcher abandoned the start")
+
+// writeHandoff writes h to the launcher's pipe with write(2) itself: an
+// os.File write to descriptor 1 that meets a closed pipe raises SIGPIPE
+// unless it is caught, and a caller that died must not take the guardian
+// with it.
+func writeHandoff(w *os.File, h handoff) {
+	fd := int(w.Fd())
+	for data := appendHandoff(nil, h); len(data) > 0; {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		data = data[n:]
+	}
+}

@@ -1,0 +1,32 @@
+package redact
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSecrets: the given secrets, and the values of variables secret by
+// name or listed; a secret value too short to redact is named in a
+// warning instead, and empty values are nothing.
+func TestSecrets(t *testing.T) {
+	long := strings.Repeat("s", MinSecretLen)
+	env := []string{
+		"PATH=/usr/bin",
+		"API_TOKEN=" + long + "1",
+		"db_password=" + long + "2",
+		"SIGNING_KEY=" + long + "3",
+		"KEYBOARD=" + long + "not", // KEY not as a suffix
+		"PLAIN=" + long + "4",      // listed by name
+		"SHORT_SECRET=abc",
+		"EMPTY_TOKEN=",
+	}
+	secrets, warnings := Secrets(env, []string{"given-" + long}, []string{"PLAIN"})
+	want := []string{"given-" + long, long + "1", long + "2", long + "3", long + "4"}
+	if !slices.Equal(secrets, want) {
+		t.Errorf("secrets %q, want %q", secrets, want)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "SHORT_SECRET") || strings.Contains(warnings[0], "abc") {
+		t.Errorf("warnings %q, want one naming SHORT_SECRET without its value", warnings)
+	}
+}

@@ -1,0 +1,183 @@
+package state
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"strings"
+
+	"procmon/internal/ids"
+	"procmon/internal/protocol"
+)
+
+// OpenRun loads run id. The default run is created on first use, freezing
+// the settings of that moment (nowMs is its creation time); it is never
+// created while monitors are disabled, so enabling them later still
+// reaches it.
+func (d *Dir) OpenRun(id string, nowMs int64) (*Run, error) {
+	r, err := d.LoadRun(id)
+	if err == nil || id != DefaultRun || !protocol.HasCode(err, protocol.CodeUnknownRun) {
+		return r, err
+	}
+	settings, err := d.EnabledSettings()
+	if err != nil {
+		return nil, err
+	}
+	created := &Run{RunID: id, CreatedAtMs: nowMs, Policy: settings, Tools: Tools}
+	if err := d.CreateRun(created); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return d.LoadRun(id)
+}
+
+// EnabledSettings returns the stored settings if they enable monitors, and
+// monitors_disabled otherwise.
+func (d *Dir) EnabledSettings() (Settings, error) {
+	s, ok, err := d.LoadSettings()
+	if err != nil {
+		return s, err
+	}
+	if !ok {
+		return s, MonitorsDisabled("no runner settings are stored in " + d.Path)
+	}
+	if !s.Sandbox.ProcessMonitor {
+		return s, MonitorsDisabled("the stored settings have process_monitor false")
+	}
+	return s, nil
+}
+
+// NewRun is what a new run is made of besides the settings it freezes.
+type NewRun struct {
+	Tools             []string // the tools it grants; nil: all of Tools
+	NativeCheckpoints bool
+	Owner             *Owner // a process already proven alive; nil: unbound
+}
+
+// CreateNewRun creates a run with a new id, freezing the stored settings
+// (which need not enable monitors: a run made while they are off refuses
+// its monitors, see Grants).
+func (d *Dir) CreateNewRun(n NewRun, nowMs int64) (*Run, error) {
+	settings, ok, err := d.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, MonitorsDisabled("no runner settings are stored in " + d.Path)
+	}
+	r := &Run{
+		RunID:             ids.NewID("r_"),
+		CreatedAtMs:       nowMs,
+		Policy:            settings,
+		Tools:             Tools,
+		NativeCheckpoints: n.NativeCheckpoints,
+		Owner:             n.Owner,
+	}
+	if n.Tools != nil {
+		r.Tools = nil
+		for _, t := range n.Tools {
+			t = strings.TrimSpace(t)
+			if !contains(Tools, t) {
+				return nil, protocol.Errorf(protocol.CodeInvalidRequest, "unknown tool %q: the tools are %s", t, strings.Join(Tools, ", ")).With("field", "tools")
+			}
+			if !contains(r.Tools, t) {
+				r.Tools = append(r.Tools, t)
+			}
+		}
+	}
+	if err := d.CreateRun(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Grants checks the run's frozen policy and grants for one tool: monitors
+// were on when it was made, it grants the tool, and, for a monitor tool,
+// it does not use native checkpoints (which reject monitor grants; a
+// foreground command, ExecTool, is no monitor).
+func (r *Run) Grants(tool string) error {
+	if !r.Policy.Sandbox.ProcessMonitor {
+		return MonitorsDisabled("run " + r.RunID + " was created while they were off")
+	}
+	if r.NativeCheckpoints && tool != ExecTool {
+		return protocol.Errorf(protocol.CodeCheckpointsIncompat, "run %s uses native checkpoints, which reject monitor grants", r.RunID).With("run_id", r.RunID)
+	}
+	if !r.Allows(tool) {
+		return protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (allowed: %v)", r.RunID, tool, r.Tools).
+			With("run_id", r.RunID).With("tool", tool)
+	}
+	return nil
+}
+
+// Admit opens the run a new command (tool is StartTool or ExecTool) is
+// to be run in and checks that it may be: the run grants the tool and
+// has not ended. A run whose owner has exited (ownerAlive says, for a
+// bound run) has ended: that is recorded, as the owner's watchers would,
+// and the command is refused. The command's slot is taken later, under
+// the run's lock, which refuses it should the run end meanwhile.
+func (d *Dir) Admit(runID, tool string, nowMs int64, ownerAlive func(Owner) bool) (*Run, error) {
+	run, err := d.OpenRun(runID, nowMs)
+	if err != nil {
+		return nil, err
+	}
+	if err := run.Grants(tool); err != nil {
+		return nil, err
+	}
+	if run.EndedAtMs != nil {
+		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and takes no more commands", run.RunID).With("run_id", run.RunID)
+	}
+	if o := run.Owner; o != nil && !ownerAlive(*o) {
+		d.UpdateRun(run.RunID, func(r *Run) error {
+			if r.EndedAtMs == nil {
+				r.EndedAtMs, r.EndReason = &nowMs, "owner_exited"
+			}
+			return nil
+		})
+		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited", run.RunID, o.PID).With("run_id", run.RunID)
+	}
+	return run, nil
+}
+
+// WorkDeadline is the deadline of a command admitted at admittedMs: the
+// smallest chosen cap of the run's work duration (counted from the run's
+// creation), its monitor timeout and the request's timeout (counted from
+// admission). None chosen: nil, no deadline.
+func (r *Run) WorkDeadline(admittedMs int64, requestSeconds *int64) *int64 {
+	var deadline *int64
+	consider := func(fromMs int64, seconds *int64) {
+		if seconds == nil {
+			return
+		}
+		d := int64(math.MaxInt64) // saturated: a stored policy may predate the bound
+		if *seconds <= (math.MaxInt64-fromMs)/1000 {
+			d = fromMs + *seconds*1000
+		}
+		if deadline == nil || d < *deadline {
+			deadline = &d
+		}
+	}
+	if wd := r.Policy.Sandbox.WorkDuration; wd != nil {
+		consider(r.CreatedAtMs, wd.TimeoutSeconds)
+	}
+	consider(admittedMs, r.Policy.Sandbox.MonitorTimeoutSeconds)
+	consider(admittedMs, requestSeconds)
+	return deadline
+}
+
+// AdmitFor checks that the run monitor m belongs to grants tool, a tool
+// that acts on a monitor.
+func (d *Dir) AdmitFor(m *Monitor, tool string, nowMs int64) error {
+	r, err := d.OpenRun(m.RunID, nowMs)
+	if err != nil {
+		return err
+	}
+	return r.Grants(tool)
+}
