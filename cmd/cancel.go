@@ -132,8 +132,7 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				e := protocol.AsError(err)
-				resp.Errors = append(resp.Errors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
+				resp.Errors = append(resp.Errors, errorRow(id, err))
 				return
 			}
 			resp.Monitors = append(resp.Monitors, *v)

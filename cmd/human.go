@@ -165,29 +165,15 @@ func viewExec(b *strings.Builder, p palette, r *execResponse) {
 }
 
 // reportError is the person's view of an error: one line on stderr that
-// says what happened and what to do next.
+// says what happened and what to do next (see advise; a usage error
+// points to the help).
 func reportError(env *Env, pe *protocol.Error) {
 	p := colours(env, env.Stderr)
 	msg := strings.Join(strings.Fields(pe.Message), " ")
-	if hint := nextStep(pe); hint != "" && !strings.Contains(msg, "procmon ") {
-		msg += "; " + hint
+	if !strings.Contains(msg, "procmon ") && (pe.Code == protocol.CodeInvalidRequest || pe.Code == protocol.CodeInvalidCondition) {
+		msg += "; see procmon --help"
 	}
 	fmt.Fprintf(env.Stderr, "%s %s %s\n", p.red("procmon:"), msg, p.dim("("+string(pe.Code)+")"))
-}
-
-// nextStep is the step to suggest after an error whose message names none.
-func nextStep(pe *protocol.Error) string {
-	switch pe.Code {
-	case protocol.CodeUnknownMonitor:
-		return "see procmon list"
-	case protocol.CodeMonitorsDisabled:
-		return "enable them with: procmon configure --enable"
-	case protocol.CodeNeedsReconciliation:
-		return "settle it with: procmon reconcile ID"
-	case protocol.CodeInvalidRequest, protocol.CodeInvalidCondition:
-		return "see procmon --help"
-	}
-	return ""
 }
 
 func viewStart(b *strings.Builder, p palette, r *startResponse) {

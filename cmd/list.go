@@ -80,8 +80,7 @@ func runList(env *Env, g *globals, opts listOptions) error {
 			continue
 		}
 		if err != nil {
-			e := protocol.AsError(err)
-			resp.Monitors = append(resp.Monitors, listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}})
+			resp.Monitors = append(resp.Monitors, errorRow(id, err))
 			continue
 		}
 		if !opts.allRuns && o.Monitor.RunID != resp.RunID {

@@ -197,6 +197,7 @@ func toolResult(v any) (*mcp.CallToolResult, error) {
 // would have to match the tool's output schema.
 func toolError(err error) *mcp.CallToolResult {
 	pe := protocol.AsError(err)
+	advise(pe)
 	data, _ := json.Marshal(pe.Object())
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
 }

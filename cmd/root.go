@@ -107,6 +107,7 @@ func Run(args []string, env *Env) int {
 	if interrupted(pe) {
 		pe.Code = protocol.CodeWaitInterrupted
 	}
+	advise(pe)
 	if chooseFormat(env, g) == nil && g.human {
 		reportError(env, pe)
 		return pe.Code.ExitStatus()

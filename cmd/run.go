@@ -176,8 +176,7 @@ func runEnd(env *Env, id string) (*runEndResponse, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				e := protocol.AsError(err)
-				resp.Errors = append(resp.Errors, listRow{MonitorID: mid, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message}})
+				resp.Errors = append(resp.Errors, errorRow(mid, err))
 				return
 			}
 			resp.Monitors = append(resp.Monitors, receiptOf(drained))

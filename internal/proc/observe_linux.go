@@ -120,7 +120,7 @@ func classify(m *state.Monitor, now int64, bootID string) *Observation {
 // NeedsReconciliation is the refusal for commands that depend on a live
 // handoff of a monitor whose custody is unverified.
 func NeedsReconciliation(o *Observation) error {
-	return protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor %s needs reconciliation (%s); inspect it with procmon status %s, then run: procmon reconcile %s", o.Monitor.MonitorID, o.Why, o.Monitor.MonitorID, o.Monitor.MonitorID).
+	return protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor %s needs reconciliation (%s)", o.Monitor.MonitorID, o.Why).
 		With("monitor_id", o.Monitor.MonitorID).With("why", o.Why)
 }
 

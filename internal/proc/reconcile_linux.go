@@ -24,7 +24,7 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 		return o.Monitor, nil
 	}
 	if o.Status != state.StatusNeedsReconciliation {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "monitor %s is %s, not needs_reconciliation; stop it with: procmon cancel %s", id, o.Status, id).With("monitor_id", id).With("status", o.Status)
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "monitor %s is %s, not needs_reconciliation", id, o.Status).With("monitor_id", id).With("status", o.Status)
 	}
 	m := o.Monitor
 	// A guardian that is alive but stopped renewing has lost custody; it is

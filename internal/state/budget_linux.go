@@ -186,7 +186,7 @@ func (d *Dir) TakeOrdinal(id string, limit *int64, whileSyncing func(ordinal int
 			return err
 		}
 		if limit != nil && st.used >= *limit {
-			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots; start a new run (procmon run new) for more", id, st.used, *limit).
+			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots", id, st.used, *limit).
 				With("run_id", id).With("used", st.used).With("command_limit", *limit)
 		}
 		if st.burn != nil {

@@ -45,7 +45,7 @@ func withLock(root, dir string, fn func() error) error {
 			return fmt.Errorf("lock %s: %w", dir, err)
 		}
 		if time.Now().After(deadline) {
-			return protocol.Errorf(protocol.CodeInternal, "%s stayed locked for %v: a procmon process holding it is stopped or wedged; find it with: fuser %s", dir, lockPatience, filepath.Join(dir, lockName)).With("path", dir)
+			return protocol.Errorf(protocol.CodeInternal, "%s stayed locked for %v: a procmon process holding it is stopped or wedged", dir, lockPatience).With("path", dir).With("lock", filepath.Join(dir, lockName))
 		}
 		time.Sleep(lockRetry)
 	}

@@ -241,7 +241,7 @@ func (d *Dir) LoadMonitor(id string) (*Monitor, error) {
 	var m Monitor
 	err := readRecord(d.Path, d.MonitorDir(id), RecordName, "monitor", &m)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor %s in %s; list monitors with: procmon list --all-runs", id, d.Path).With("monitor_id", id)
+		return nil, protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor %s in %s", id, d.Path).With("monitor_id", id)
 	}
 	if err != nil {
 		return nil, err

@@ -138,7 +138,7 @@ func (d *Dir) LoadRun(id string) (*Run, error) {
 	var r Run
 	err := readRecord(d.Path, d.runDir(id), runName, "run", &r)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, protocol.Errorf(protocol.CodeUnknownRun, "no run %q in %s; create one with: procmon run new", id, d.Path).With("run_id", id)
+		return nil, protocol.Errorf(protocol.CodeUnknownRun, "no run %q in %s", id, d.Path).With("run_id", id)
 	}
 	if err != nil {
 		return nil, err

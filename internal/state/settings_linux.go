@@ -181,5 +181,5 @@ func (d *Dir) LoadSettings() (s Settings, ok bool, err error) {
 
 // MonitorsDisabled is the error for a state directory with monitors off.
 func MonitorsDisabled(why string) error {
-	return protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (%s); enable them with: procmon configure --enable", why)
+	return protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (%s)", why)
 }

@@ -46,7 +46,7 @@ const (
 
 // unsafeEntry is the refusal of an entry that procmon did not put there.
 func unsafeEntry(path, why string) error {
-	return protocol.Errorf(protocol.CodeStateUnsafe, "%s in the state directory is unsafe: %s; procmon does not use it. Inspect or remove it by hand", path, why).With("path", path)
+	return protocol.Errorf(protocol.CodeStateUnsafe, "%s in the state directory is unsafe: %s; procmon does not use it", path, why).With("path", path)
 }
 
 // checkEntry applies the trust rules to what fstat said of path: the
@@ -216,7 +216,7 @@ func openFileAt(dirfd int, dir, name string, flags int, perm uint32, maxSize int
 }
 
 func tooLarge(path string, size, limit int64) error {
-	return protocol.Errorf(protocol.CodeStateCorrupt, "%s is %d bytes, more than the %d a record of procmon can be; it is not trusted. Inspect or remove it by hand", path, size, limit).With("path", path)
+	return protocol.Errorf(protocol.CodeStateCorrupt, "%s is %d bytes, more than the %d a record of procmon can be; it is not trusted", path, size, limit).With("path", path)
 }
 
 // openFile opens dir/name, dir inside the state directory root, through

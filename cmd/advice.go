@@ -1,0 +1,72 @@
+package cmd
+
+import (
+	"strings"
+
+	"procmon/internal/protocol"
+)
+
+// advise adds to an error's message the next step a person or an agent
+// can take, named as a procmon command line. The packages below cmd say
+// what happened, with the facts in the details; what to do about it is
+// said here, once. An error composed here that names a command already
+// keeps its own.
+func advise(pe *protocol.Error) {
+	if strings.Contains(pe.Message, "procmon ") {
+		return
+	}
+	if a := advice(pe); a != "" {
+		pe.Message += "; " + a
+	}
+}
+
+// advice is the step advise adds, from the error's code and details.
+func advice(pe *protocol.Error) string {
+	detail := func(k string) string {
+		s, _ := pe.Details[k].(string)
+		return s
+	}
+	switch pe.Code {
+	case protocol.CodeUnknownMonitor:
+		return "list monitors with: procmon list --all-runs"
+	case protocol.CodeUnknownRun:
+		return "create one with: procmon run new"
+	case protocol.CodeRunEnded:
+		return "create a new one with: procmon run new"
+	case protocol.CodeCommandBudgetExhausted:
+		return "start a new run (procmon run new) for more"
+	case protocol.CodeMonitorsDisabled:
+		return "enable them with: procmon configure --enable"
+	case protocol.CodeToolNotAllowed:
+		return "create a run that allows it with: procmon run new --tools ..."
+	case protocol.CodeCheckpointsIncompat:
+		return "create a run without --native-checkpoints"
+	case protocol.CodeNeedsReconciliation:
+		if id := detail("monitor_id"); id != "" {
+			return "inspect it with procmon status " + id + ", then run: procmon reconcile " + id
+		}
+	case protocol.CodeStateUnsafe, protocol.CodeStateCorrupt:
+		if detail("path") != "" {
+			return "inspect or remove it by hand"
+		}
+	case protocol.CodeInvalidRequest:
+		// reconcile of a monitor that does not need it
+		if id := detail("monitor_id"); id != "" && detail("status") == "running" {
+			return "stop it with: procmon cancel " + id
+		}
+	case protocol.CodeInternal:
+		if lock := detail("lock"); lock != "" {
+			return "find the process holding it with: fuser " + lock
+		}
+	}
+	return ""
+}
+
+// errorRow is a monitor's row in a list of results that holds, in place of
+// its result, the error that stopped it, advised as a command's own.
+func errorRow(id string, err error) listRow {
+	e := protocol.AsError(err)
+	e = &protocol.Error{Code: e.Code, Message: e.Message, Details: e.Details}
+	advise(e)
+	return listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}}
+}

@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"procmon/internal/protocol"
+)
+
+// TestAdviceIsAddedAtTheEdge: the packages below cmd say what happened;
+// no message they build names a procmon command line to run next. advise
+// adds that step here, by the error's code and details.
+func TestAdviceIsAddedAtTheEdge(t *testing.T) {
+	files, err := filepath.Glob("../internal/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := regexp.MustCompile(`procmon (list|run|configure|status|reconcile|cancel|start|logs|wait|exec)\b`)
+	fset := token.NewFileSet()
+	checked := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "Errorf" && sel.Sel.Name != "New" {
+				return true
+			}
+			for _, arg := range call.Args {
+				lit, ok := arg.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				checked++
+				if s, _ := strconv.Unquote(lit.Value); command.MatchString(s) {
+					t.Errorf("%s: an error message names a command to run: %q", fset.Position(lit.Pos()), s)
+				}
+			}
+			return true
+		})
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d messages: the scan is not reading the packages", checked)
+	}
+}
+
+// TestAdvise: the step for each code, from the details; none where the
+// details do not say enough, and never a second one.
+func TestAdvise(t *testing.T) {
+	for _, c := range []struct {
+		err  *protocol.Error
+		want string
+	}{
+		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), "no monitor m_x in /s; list monitors with: procmon list --all-runs"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"),
+			"monitor m_x needs reconciliation (why); inspect it with procmon status m_x, then run: procmon reconcile m_x"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "no id"), "no id"},
+		{protocol.Errorf(protocol.CodeInvalidRequest, "monitor m_x is running, not needs_reconciliation").With("monitor_id", "m_x").With("status", "running"),
+			"monitor m_x is running, not needs_reconciliation; stop it with: procmon cancel m_x"},
+		{protocol.Errorf(protocol.CodeInvalidRequest, "monitor m_x is exited, not needs_reconciliation").With("monitor_id", "m_x").With("status", "exited"),
+			"monitor m_x is exited, not needs_reconciliation"},
+		{protocol.Errorf(protocol.CodeInternal, "/s stayed locked").With("lock", "/s/.lock"), "/s stayed locked; find the process holding it with: fuser /s/.lock"},
+		{protocol.Errorf(protocol.CodeInternal, "boom"), "boom"},
+		{protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended; see procmon run show"), "run r_x has ended; see procmon run show"},
+		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), "process monitors are disabled (x); enable them with: procmon configure --enable"},
+	} {
+		advise(c.err)
+		if c.err.Message != c.want {
+			t.Errorf("advised %q,\n want %q", c.err.Message, c.want)
+		}
+	}
+}
