@@ -184,21 +184,25 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 func followLogs(env *Env, req logsRequest) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dir, _, err := observeFor(env, req.MonitorID, state.LogsTool)
+	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
 		return err
 	}
-	watcher, err := wait.NewWatcher(dir.MonitorDir(req.MonitorID))
+	// The same notices a wait looks again on, subscribed to before the
+	// first look.
+	changes, err := wait.WatchChanges(ctx, ctx, proc.WaitTarget(dir, o.Monitor, env.Now))
 	if err != nil {
 		return err
 	}
-	defer watcher.Close()
+	defer changes.Close()
 	var offset int64
 	if req.Offset != nil {
 		offset = *req.Offset
 	}
-	safety := time.NewTicker(2 * time.Second)
-	defer safety.Stop()
+	// A guardian stopped or killed sends nothing and writes nothing: the
+	// re-check still finds its lapsed window (as a wait's does).
+	recheck := time.NewTicker(wait.DefaultRecheck)
+	defer recheck.Stop()
 	for {
 		o, err := proc.Observe(dir, req.MonitorID)
 		if err != nil {
@@ -222,8 +226,11 @@ func followLogs(env *Env, req logsRequest) error {
 			return nil
 		}
 		select {
-		case <-watcher.Events():
-		case <-safety.C:
+		case _, ok := <-changes.C:
+			if !ok {
+				return changes.Err()
+			}
+		case <-recheck.C:
 		case <-ctx.Done():
 			return nil
 		}

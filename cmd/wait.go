@@ -5,10 +5,8 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -211,32 +209,11 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	if err != nil {
 		return nil, err
 	}
-	target := wait.Target{
-		Dir:     dir.MonitorDir(id),
-		OpenLog: func() (*os.File, error) { return dir.OpenLog(id) },
-		Observe: func() (wait.Custody, error) {
-			o, err := proc.Observe(dir, id)
-			if err != nil {
-				return wait.Custody{}, err
-			}
-			return custodyOf(o, env.Now()), nil
-		},
-		Changes: func(ctx context.Context) (<-chan struct{}, io.Closer, error) {
-			return proc.WatchChanges(ctx, dir, o.Monitor)
-		},
-	}
+	target := proc.WaitTarget(dir, o.Monitor, env.Now)
 	if cond.Kind == wait.KindFile {
-		rules, err := fileRules(dir, o.Monitor)
-		if err != nil {
+		if err := proc.HoldFiles(&target, dir, o.Monitor, cond); err != nil {
 			return nil, err
 		}
-		if err := cond.Validate(rules); err != nil {
-			return nil, err
-		}
-		// Files are read beneath the root the guardian has held since the
-		// start, never by the path: see wait.Target.
-		target.RootPath = o.Monitor.Cwd
-		target.HoldRoot = func(ctx context.Context) (int, error) { return proc.ComponentRoot(ctx, dir, o.Monitor) }
 	}
 	interrupted := func() error {
 		elapsed := env.Now().Sub(start).Milliseconds()
@@ -253,64 +230,4 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		return nil, err
 	}
 	return &waitResponse{MonitorID: id, Condition: cond, Evidence: ev}, nil
-}
-
-// fileRules are what a file condition on m is checked against, lexically.
-// Root and state directory are resolved, so that a state directory
-// reached through a symlinked path is still recognized beneath the root.
-// A root whose path no longer resolves (renamed or deleted since the
-// start) is checked as recorded: the wait itself then answers unavailable
-// without reading anything.
-func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
-	root, err := filepath.EvalSymlinks(m.Cwd)
-	if err != nil {
-		root = filepath.Clean(m.Cwd)
-	}
-	stateDir, err := filepath.EvalSymlinks(dir.Path)
-	if err != nil {
-		return wait.Rules{}, protocol.Errorf(protocol.CodeInternal, "state directory: %w", err)
-	}
-	r, err := dir.LoadRun(m.RunID)
-	if err != nil {
-		return wait.Rules{}, err
-	}
-	return wait.Rules{Root: root, StateDir: stateDir, PrivatePaths: r.Policy.Private()}, nil
-}
-
-// custodyOf is what a wait needs of an observation at now. A receipt
-// whose custody could not be proven ends nothing a wait can rely on.
-// Custody without a receipt lapses at the end of the ownership window the
-// record shows: Observe says when a running monitor is past it, and the
-// same rule holds of a settling one here, whose guardian set its window
-// to cover the whole drain (a guardian stopped while it drains answers
-// nothing and writes nothing, and a wait must not wait for it forever).
-func custodyOf(o *proc.Observation, now time.Time) wait.Custody {
-	c := wait.Custody{
-		Status:     o.Status,
-		Terminal:   o.Terminal(),
-		Unverified: o.Status == state.StatusNeedsReconciliation,
-		Why:        o.Why,
-	}
-	if r := o.Monitor.Receipt; r != nil {
-		c.Reason, c.ExitCode, c.Signal = r.Reason, r.ExitCode, r.Signal
-		if r.Custody == state.CustodyUnverified {
-			c.Terminal, c.Unverified = false, true
-			c.Why = "reconcile could not prove custody of its group"
-		}
-	}
-	if c.Terminal || c.Unverified {
-		return c
-	}
-	expires := o.Monitor.OwnershipExpiresAtMs
-	switch {
-	case now.UnixMilli() <= expires:
-		c.Lapses = time.UnixMilli(expires + 1)
-	case o.Status == state.StatusSettling:
-		c.Unverified = true
-		c.Why = "the ownership window expired while the guardian settled, without a receipt"
-	}
-	// A running monitor past its recorded window is one whose live
-	// guardian told Observe it holds custody but could not store its
-	// heartbeat: the re-check looks again.
-	return c
 }

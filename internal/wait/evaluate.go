@@ -209,43 +209,19 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		guardianCtx, cancelGuardian = context.WithDeadline(ctx, by)
 	}
 
-	// Changes come from the guardian while it sends them, else from a
-	// watch on the monitor's directory. Subscribing comes before the
-	// looks of the loop, so nothing written after a look goes unnoticed.
-	var notices <-chan struct{}
-	if t.Changes != nil {
-		ch, sub, err := t.Changes(guardianCtx)
-		if err == nil {
-			defer sub.Close()
-			notices = ch
-		}
-	}
-	if c.Kind == KindFile {
+	// Subscribing comes before the looks of the loop, so nothing written
+	// after a look goes unnoticed.
+	changes, err := WatchChanges(ctx, guardianCtx, t)
+	if err == nil && c.Kind == KindFile {
 		e.holdRoot(guardianCtx)
 	}
 	cancelGuardian()
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return Evidence{}, err
 	}
-	var dirWatch *Watcher
-	var dirEvents <-chan struct{}
-	defer func() {
-		if dirWatch != nil {
-			closeLater(dirWatch)
-		}
-	}()
-	watchDir := func() error {
-		w, err := NewWatcher(t.Dir)
-		if err != nil {
-			return err
-		}
-		dirWatch, dirEvents = w, w.Events()
-		return nil
-	}
-	if notices == nil {
-		if err := watchDir(); err != nil {
-			return Evidence{}, err
-		}
+	defer changes.Close()
+	if err := ctx.Err(); err != nil {
+		return Evidence{}, err
 	}
 
 	var fileEvents <-chan struct{}
@@ -287,27 +263,15 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 			// again at once would find the same custody.
 			lapse.Stop()
 		}
-		if notices == nil && dirWatch == nil {
-			// The guardian's notices ended without deciding the wait (a
-			// reconcile may still write the receipt): watch the directory.
-			if err := watchDir(); err != nil {
-				return Evidence{}, err
-			}
-			continue // look once more: the watch may have missed a change
-		}
 		if opt.looked != nil {
 			opt.looked()
 		}
 		select {
 		case <-ctx.Done():
 			return Evidence{}, ctx.Err()
-		case _, ok := <-notices:
+		case _, ok := <-changes.C:
 			if !ok {
-				notices = nil
-			}
-		case _, ok := <-dirEvents:
-			if !ok {
-				return Evidence{}, fmt.Errorf("watch %s: %w", t.Dir, dirWatch.Err())
+				return Evidence{}, changes.Err()
 			}
 		case _, ok := <-fileEvents:
 			if !ok {
