@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -135,54 +133,17 @@ func runEnd(env *Env, id string) (*runEndResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := env.Now().UnixMilli()
-	run, err := dir.UpdateRun(id, func(r *state.Run) error {
-		if r.EndedAtMs == nil {
-			r.EndedAtMs, r.EndReason = &now, "run_ended"
-		}
-		return nil
-	})
+	ended, err := proc.EndRun(dir, id, env.Now().UnixMilli())
 	if err != nil {
 		return nil, err
 	}
-	resp := &runEndResponse{RunID: id, EndedAtMs: *run.EndedAtMs, Monitors: []receiptView{}}
-	ids, err := dir.MonitorIDs()
-	if err != nil {
-		return nil, err
+	resp := &runEndResponse{RunID: id, EndedAtMs: *ended.Run.EndedAtMs, Monitors: []receiptView{}}
+	for _, o := range ended.Drained {
+		resp.Monitors = append(resp.Monitors, receiptOf(o))
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	// Starts that took their slot before the run ended are still in
-	// flight: the run was marked ended under the lock their slots are
-	// taken under, so none takes one after, and each that did is waited
-	// for until it is a monitor, then drained with the rest.
-	inFlightBound := time.Now().Add(30 * time.Second)
-	for _, mid := range ids {
-		m, err := dir.LoadMonitor(mid)
-		inFlight := protocol.HasCode(err, protocol.CodeUnknownMonitor)
-		if !inFlight && (err != nil || m.RunID != id) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if inFlight {
-				o, err := proc.AwaitStart(dir, mid, inFlightBound)
-				if err == nil && (o == nil || o.Monitor.RunID != id) {
-					return
-				}
-			}
-			drained, err := proc.Cancel(dir, mid, proc.DefaultDrainGraceMs, "run_ended")
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				resp.Errors = append(resp.Errors, errorRow(mid, err))
-				return
-			}
-			resp.Monitors = append(resp.Monitors, receiptOf(drained))
-		}()
+	for _, f := range ended.Failed {
+		resp.Errors = append(resp.Errors, errorRow(f.MonitorID, f.Err))
 	}
-	wg.Wait()
 	return resp, nil
 }
 

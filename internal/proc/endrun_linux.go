@@ -1,0 +1,76 @@
+package proc
+
+import (
+	"sync"
+	"time"
+
+	"procmon/internal/protocol"
+	"procmon/internal/state"
+)
+
+// RunEnded is what ending a run did.
+type RunEnded struct {
+	Run     *state.Run
+	Drained []*Observation // the monitors drained, with their receipts
+	Failed  []MonitorError // the monitors whose custody is unverified
+}
+
+// MonitorError is why one monitor of several could not be acted on.
+type MonitorError struct {
+	MonitorID string
+	Err       error
+}
+
+// EndRun ends run id (at nowMs, unless it had ended): it refuses further
+// starts from then on, and every monitor of the run is drained, reason
+// run_ended. When it returns no monitor of the run is running, whatever
+// was in flight: a start that took its slot before the end is waited for
+// until it is a monitor, then drained with the rest (slots are taken
+// under the run's lock, which the end is marked under, so none is taken
+// after it).
+func EndRun(dir *state.Dir, id string, nowMs int64) (*RunEnded, error) {
+	run, err := dir.UpdateRun(id, func(r *state.Run) error {
+		if r.EndedAtMs == nil {
+			r.EndedAtMs, r.EndReason = &nowMs, "run_ended"
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids, err := dir.MonitorIDs()
+	if err != nil {
+		return nil, err
+	}
+	ended := &RunEnded{Run: run}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	inFlightBound := time.Now().Add(30 * time.Second)
+	for _, mid := range ids {
+		m, err := dir.LoadMonitor(mid)
+		inFlight := protocol.HasCode(err, protocol.CodeUnknownMonitor)
+		if !inFlight && (err != nil || m.RunID != id) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if inFlight {
+				o, err := AwaitStart(dir, mid, inFlightBound)
+				if err == nil && (o == nil || o.Monitor.RunID != id) {
+					return
+				}
+			}
+			drained, err := Cancel(dir, mid, DefaultDrainGraceMs, "run_ended")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				ended.Failed = append(ended.Failed, MonitorError{mid, err})
+				return
+			}
+			ended.Drained = append(ended.Drained, drained)
+		}()
+	}
+	wg.Wait()
+	return ended, nil
+}
