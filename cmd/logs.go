@@ -71,16 +71,16 @@ By hand, as tail and docker logs do:
   procmon logs --name web --tail 20     # the last 20 lines
   procmon logs -f web                   # the last 10 lines, then follow
   procmon logs -f --tail all m_3kq9     # everything, then follow
+  procmon logs --since 2m web            # what web wrote in the last 2 minutes
   procmon logs -f --since 0s m_3kq9     # only what comes from now on
 
 --follow streams the text for a person until the service has ended
 (Ctrl-C stops following; the service keeps running). It starts at the
 last 10 lines unless --tail, --since or --offset says otherwise.
---since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00).
-procmon stores no time for each line, only the stream, so --since can
-tell apart only what was written before the service started (all of it)
-and after its last write (none of it); a time between the two is refused
-with what to use instead.`,
+--since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
+and starts at the output written since then, to the second: the guardian
+marks the log's offset each second it writes (output.times), so --since
+may show up to a second more than asked, never less.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -101,9 +101,11 @@ func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
 	}
 }
 
-// sinceOffset is where output written since a time begins, as far as
-// procmon can tell: it stores the stream, not a time for each line, so
-// it knows only the service's start and the log's last write.
+// sinceOffset is where output written since a time begins: at the start
+// before the service started, at the end after the log's last write, and
+// between, to the second, where the log's time marks place it (see
+// state.LogOffsetAt). A monitor without marks (made by an older procmon)
+// can only say all or nothing.
 func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, final bool) (int64, error) {
 	now := env.Now()
 	t, err := parseSince(now, since)
@@ -128,6 +130,9 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 			return 0, err
 		}
 		return w.StreamBytes, nil
+	}
+	if off, ok, err := dir.LogOffsetAt(m.MonitorID, t.UnixMilli()); err != nil || ok {
+		return off, err
 	}
 	return 0, protocol.Errorf(protocol.CodeInvalidRequest,
 		"--since %s: procmon stores no time for each line, only that %s started %s ago and last wrote %s ago; --since can pick all of its output or only what comes next, so use --tail N for the last lines",

@@ -2,9 +2,11 @@ package proc
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -53,6 +55,13 @@ type outputCopier struct {
 	// run touches it.
 	unsynced int64
 
+	// times takes the log's time marks (see state.TimesName), nil when
+	// they could not be made or written; lastMark and marks are the last
+	// mark's time and their number. Only run touches them.
+	times    io.WriteCloser
+	lastMark int64
+	marks    int
+
 	capOnce sync.Once
 	capHit  chan struct{} // closed when capture passes limit
 	done    chan struct{} // closed at the pipe's EOF, after the last write
@@ -87,6 +96,10 @@ func (o *outputCopier) openLog(dir *state.Dir, monitorID string) error {
 		return fmt.Errorf("open output log: %w", err)
 	}
 	o.log, o.logFD = log, log.Fd()
+	// The marks are an index: a monitor runs without them.
+	if times, err := dir.CreateTimes(monitorID); err == nil {
+		o.times = times
+	}
 	return nil
 }
 
@@ -130,6 +143,7 @@ func (o *outputCopier) write(p []byte) {
 		o.lost.Add(int64(len(p)))
 		return
 	}
+	o.mark(o.logBytes.Load())
 	n, err := o.log.Write(p)
 	written := o.logBytes.Add(int64(n))
 	if o.unsynced += int64(n); o.unsynced >= writebackChunk {
@@ -145,6 +159,32 @@ func (o *outputCopier) write(p []byte) {
 	if n > 0 && o.changed != nil {
 		o.changed()
 	}
+}
+
+// mark adds a time mark for output stored from offset on, unless the
+// last was less than a second ago.
+func (o *outputCopier) mark(offset int64) {
+	if o.times == nil {
+		return
+	}
+	now := time.Now().UnixMilli()
+	if o.marks > 0 && now-o.lastMark < 1000 {
+		return
+	}
+	if o.marks >= state.MaxTimeMarks {
+		o.times.Close()
+		o.times = nil
+		return
+	}
+	if _, err := o.times.Write(state.AppendTimeMark(nil, now, offset)); err != nil {
+		// A mark cut short ends the marks; later times read as the last
+		// whole one (more output, never less).
+		o.times.Close()
+		o.times = nil
+		return
+	}
+	o.lastMark = now
+	o.marks++
 }
 
 // snapshot copies the counters into a record.
@@ -165,6 +205,9 @@ func (o *outputCopier) finish(drained bool) {
 	}
 	if drained {
 		o.log.Close()
+		if o.times != nil {
+			o.times.Close()
+		}
 	}
 }
 
@@ -176,5 +219,8 @@ func (o *outputCopier) abandon() {
 	}
 	if o.log != nil {
 		o.log.Close()
+	}
+	if o.times != nil {
+		o.times.Close()
 	}
 }

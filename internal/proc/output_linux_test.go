@@ -15,6 +15,14 @@ import (
 
 func newTestCopier(t *testing.T, limit *int64) *outputCopier {
 	t.Helper()
+	o, _, _ := newTestCopierIn(t, limit)
+	return o
+}
+
+// newTestCopierIn is newTestCopier, with the state directory and the
+// monitor its log is in.
+func newTestCopierIn(t *testing.T, limit *int64) (*outputCopier, *state.Dir, string) {
+	t.Helper()
 	r, err := redact.New([]string{"hunter2hunter2"})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +50,7 @@ func newTestCopier(t *testing.T, limit *int64) *outputCopier {
 	}
 	o.filter = r.NewStream()
 	t.Cleanup(o.abandon)
-	return o
+	return o, dir, id
 }
 
 func awaitDone(t *testing.T, o *outputCopier) {
@@ -109,5 +117,35 @@ func TestOutputCapKeepsExactPrefix(t *testing.T) {
 	}
 	if o.captured.Load() != int64(len(payload)) {
 		t.Fatalf("captured %d, want %d", o.captured.Load(), len(payload))
+	}
+}
+
+// The copier marks where in the stored stream each second's output
+// begins: output written a second after the last mark gets a mark, output
+// within the second does not, and the marks place a time as
+// state.LogOffsetAt reads them.
+func TestOutputMarksTimes(t *testing.T) {
+	o, dir, id := newTestCopierIn(t, nil)
+	// The test drives write itself, as run would.
+	o.write([]byte("first\n"))
+	o.write([]byte("same second\n"))
+	time.Sleep(1100 * time.Millisecond) // past the second
+	between := time.Now()
+	o.write([]byte("later\n"))
+	if o.marks != 2 {
+		t.Fatalf("%d marks, want 2", o.marks)
+	}
+	o.times.Close()
+	o.times = nil
+	data, err := os.ReadFile(filepath.Join(dir.MonitorDir(id), state.TimesName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], " 0") || !strings.HasSuffix(lines[1], " 18") {
+		t.Fatalf("marks %q: want offsets 0 and 18", lines)
+	}
+	if off, ok, err := dir.LogOffsetAt(id, between.Add(time.Second).UnixMilli()); !ok || err != nil || off != 18 {
+		t.Errorf("since just after the second write: %d (%v, %v), want 18", off, ok, err)
 	}
 }
