@@ -55,10 +55,12 @@ type outputCopier struct {
 	// run touches it.
 	unsynced int64
 
-	// times takes the log's time marks (see state.TimesName), nil when
-	// they could not be made or written; lastMark and marks are the last
+	// times takes the log's time marks (see state.TimesName), made at the
+	// first mark (off the start's path) by newTimes, and nil once they
+	// could not be made or written; lastMark and marks are the last
 	// mark's time and their number. Only run touches them.
 	times    io.WriteCloser
+	newTimes func() (io.WriteCloser, error)
 	lastMark int64
 	marks    int
 
@@ -96,10 +98,7 @@ func (o *outputCopier) openLog(dir *state.Dir, monitorID string) error {
 		return fmt.Errorf("open output log: %w", err)
 	}
 	o.log, o.logFD = log, log.Fd()
-	// The marks are an index: a monitor runs without them.
-	if times, err := dir.CreateTimes(monitorID); err == nil {
-		o.times = times
-	}
+	o.newTimes = func() (io.WriteCloser, error) { return dir.CreateTimes(monitorID) }
 	return nil
 }
 
@@ -164,6 +163,11 @@ func (o *outputCopier) write(p []byte) {
 // mark adds a time mark for output stored from offset on, unless the
 // last was less than a second ago.
 func (o *outputCopier) mark(offset int64) {
+	if o.marks == 0 && o.times == nil && o.newTimes != nil {
+		// The marks are an index: a monitor runs without them.
+		o.times, _ = o.newTimes()
+		o.newTimes = nil
+	}
 	if o.times == nil {
 		return
 	}

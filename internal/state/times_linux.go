@@ -33,7 +33,11 @@ func (d *Dir) CreateTimes(id string) (io.WriteCloser, error) {
 	if err := ValidMonitorID(id); err != nil {
 		return nil, err
 	}
-	return openFile(d.Path, d.MonitorDir(id), TimesName, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_EXCL, 0o600, 0)
+	f, err := openFile(d.Path, d.MonitorDir(id), TimesName, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_EXCL, 0o600, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // AppendTimeMark appends the line of one mark to b.
