@@ -33,9 +33,9 @@ import (
 //	  to monitors/m_ID                        waits for the spec on stdin
 //	admit: run, grants, owner
 //	work out argv[0]'s path (prepare)
-//	under the run's lock: take the slot ──┐
-//	  send the spec ──────────────────────┼─▶ compiles the secrets, opens the
-//	  (the slot made durable)  ◀──────────┘   control socket and the first
+//	under the run's lock, take the slot:
+//	  send the spec ────────────────────────▶ compiles the secrets, opens the
+//	  make the slot durable                    control socket and the first
 //	                                           record's temp file
 //	'g' (slotDurable) ──────────────────────▶ spawns the service (its session)
 //	sync the directory, make output.log
