@@ -16,7 +16,7 @@ fi
 
 echo "== go vet"
 go vet ./...
-go vet -tags faultpoints .
+go vet -tags faultpoints ./...
 
 echo "== builds for other systems (where every command answers unsupported_platform)"
 GOOS=darwin go build ./...
@@ -31,7 +31,7 @@ echo "== the fault suite (kills and stops procmon at the points of custody; FAUL
 # Without the race detector: a race-built procmon takes a second to start,
 # and the suite runs hundreds of them. The code it drives runs under the
 # race detector in the tests above.
-go test -tags faultpoints -count=1 -run '^TestFaults' .
+go test -tags faultpoints -count=1 -run '^TestFaults' ./internal/e2e
 
 echo "== fuzz the redactor (short; run longer by hand with -fuzztime 10m)"
 go test -run '^$' -fuzz '^FuzzChunking$' -fuzztime 15s -fuzzminimizetime 5s ./internal/redact

@@ -1,6 +1,6 @@
 //go:build faultpoints
 
-package main
+package e2e
 
 import (
 	"bytes"
@@ -508,7 +508,7 @@ func TestFaultsRandom(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("fault seed %d (replay: go test -tags faultpoints -run TestFaultsRandom -fault.seed=%d .)", seed, seed)
+	t.Logf("fault seed %d (replay: go test -tags faultpoints -run TestFaultsRandom -fault.seed=%d ./internal/e2e)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	soak, _ := time.ParseDuration(os.Getenv("FAULTS_SOAK"))
 	end := time.Now().Add(soak)
