@@ -148,9 +148,7 @@ func TestAgentSchemasDescribeRealResponses(t *testing.T) {
 			t.Errorf("command %q has a schema but no real response was validated against it", command)
 		}
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -366,9 +364,7 @@ func TestAgentMCPSession(t *testing.T) {
 	if m.Receipt == nil || m.Receipt.Reason != "run_ended" || !m.Receipt.GroupEmptyVerified {
 		t.Fatalf("after the client disconnected: %+v", m.Receipt)
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }
 
 // TestAgentMCPServerKilled kills procmon mcp outright: its guardians see
@@ -401,9 +397,7 @@ func TestAgentMCPServerKilled(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }
 
 // strip removes what a tool's schema leaves out of a schema document.
@@ -521,7 +515,5 @@ func TestAgentMCPInspector(t *testing.T) {
 	if failed["isError"] != true || !strings.Contains(fmt.Sprint(failed["content"]), `"code":"unknown_monitor"`) {
 		t.Errorf("a typed error through the Inspector: %v", failed)
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }

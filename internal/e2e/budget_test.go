@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,30 +10,18 @@ import (
 	"testing"
 )
 
-// procmonCmd runs the test binary as procmon against a state directory.
-func procmonCmd(t *testing.T, stateDir string, stdin string, args ...string) *exec.Cmd {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command(exe, args...)
-	c.Args[0] = "procmon"
-	c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=")
-	c.Stdin = strings.NewReader(stdin)
-	return c
-}
-
 // TestConcurrentStartsNeverExceedBudget races 30 starts from 30 processes
 // against a command limit of 10: exactly 10 start, with ordinals 1 to 10.
 func TestConcurrentStartsNeverExceedBudget(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
-	t.Cleanup(func() { killLeftovers(stateDir) })
+	procmon := procmonIn(t, stateDir, t.TempDir())
 	settings := `{"sandbox": {"mode": "host", "process_monitor": true,
 		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
 		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
 		"max_output_bytes": 1000000, "command_limit": 10}}`
-	if out, err := procmonCmd(t, stateDir, settings, "configure").CombinedOutput(); err != nil {
+	configure := procmon("configure")
+	configure.Stdin = strings.NewReader(settings)
+	if out, err := configure.CombinedOutput(); err != nil {
 		t.Fatalf("configure: %v %s", err, out)
 	}
 	const starts = 30
@@ -49,7 +35,8 @@ func TestConcurrentStartsNeverExceedBudget(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := procmonCmd(t, stateDir, `{"request": {"argv": ["sleeper"]}}`, "start")
+			c := procmon("start")
+			c.Stdin = strings.NewReader(`{"request": {"argv": ["sleeper"]}}`)
 			var out bytes.Buffer
 			c.Stdout = &out
 			c.Run()
@@ -91,11 +78,9 @@ func TestConcurrentStartsNeverExceedBudget(t *testing.T) {
 		}
 	}
 	for _, id := range ids {
-		if out, err := procmonCmd(t, stateDir, "", "cancel", id).CombinedOutput(); err != nil || !bytes.Contains(out, []byte(`"group_empty_verified":true`)) {
+		if out, err := procmon("cancel", id).CombinedOutput(); err != nil || !bytes.Contains(out, []byte(`"group_empty_verified":true`)) {
 			t.Errorf("cancel %s: %v %s", id, err, out)
 		}
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
-	}
+	assertNothingLeft(t, stateDir)
 }

@@ -45,11 +45,11 @@ var faultSeed = flag.Uint64("fault.seed", 0, "seed of the random faults (0: from
 
 // faultLab is one state directory and the commands run in it.
 type faultLab struct {
-	t     *testing.T
-	state string
-	cwd   string
-	mu    sync.Mutex
-	seen  map[string][]string // the statuses each monitor was shown with, in order
+	t       *testing.T
+	state   string
+	procmon func(args ...string) *exec.Cmd
+	mu      sync.Mutex
+	seen    map[string][]string // the statuses each monitor was shown with, in order
 }
 
 // newFaultLab makes a state directory configured with an ownership grace
@@ -63,8 +63,9 @@ func newFaultLab(t *testing.T, graceSeconds, limit int) *faultLab {
 // namespace) unless size is empty, and an output cap of maxOutput bytes.
 func newFaultLabOn(t *testing.T, size string, graceSeconds, limit, maxOutput int) *faultLab {
 	root := t.TempDir()
-	l := &faultLab{t: t, state: filepath.Join(root, "state"), cwd: filepath.Join(root, "work"), seen: map[string][]string{}}
-	if err := os.Mkdir(l.cwd, 0o700); err != nil {
+	l := &faultLab{t: t, state: filepath.Join(root, "state"), seen: map[string][]string{}}
+	cwd := filepath.Join(root, "work")
+	if err := os.Mkdir(cwd, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if size != "" {
@@ -76,12 +77,14 @@ func newFaultLabOn(t *testing.T, size string, graceSeconds, limit, maxOutput int
 		}
 		t.Cleanup(func() { unix.Unmount(l.state, unix.MNT_DETACH) })
 	}
+	// Cleanups run last first: the guardians (procmonIn's) are killed
+	// before whatever else of the lab is left.
 	t.Cleanup(func() {
-		killLeftovers(l.state)
 		for _, pid := range l.marked() {
 			unix.Kill(pid, unix.SIGKILL)
 		}
 	})
+	l.procmon = procmonIn(t, l.state, cwd)
 	body := fmt.Sprintf(`{"sandbox": {"mode": "host", "process_monitor": true,
  "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
  "monitor_owner_grace_seconds": %d, "monitor_timeout_seconds": null,
@@ -95,9 +98,7 @@ func newFaultLabOn(t *testing.T, size string, graceSeconds, limit, maxOutput int
 // command is procmon args in the lab; faultAt names the fault point at
 // which the command, and any guardian it launches, stops itself.
 func (l *faultLab) command(faultAt string, args ...string) *exec.Cmd {
-	c := exec.Command("procmon", args...)
-	c.Dir = l.cwd
-	c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+l.state, "PROCMON_RUN=", "XDG_STATE_HOME=")
+	c := l.procmon(args...)
 	if faultAt != "" {
 		c.Env = append(c.Env, "PROCMON_FAULT_AT="+faultAt)
 	}
@@ -300,9 +301,7 @@ func (l *faultLab) settle() {
 // service inherits) outlives its bound.
 func (l *faultLab) nothingLeft() {
 	l.t.Helper()
-	if problems := leftovers(l.state, true); len(problems) > 0 {
-		l.t.Fatalf("left behind:\n%s", strings.Join(problems, "\n"))
-	}
+	assertNothingLeft(l.t, l.state)
 	deadline := time.Now().Add(patience)
 	for {
 		left := l.marked()
@@ -344,33 +343,16 @@ func (l *faultLab) marked() []int {
 	return out
 }
 
-// awaitStopped waits for process pid to stop itself at a fault point.
-func awaitStopped(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(patience); ; time.Sleep(2 * time.Millisecond) {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
-			t.Fatalf("process %d ended before its fault point", pid)
-		}
-		if stopped(pid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d never reached its fault point", pid)
-		}
-	}
-}
-
 // awaitSession waits until the session led by sid holds n processes or
 // more, its leader included.
 func awaitSession(t *testing.T, sid, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(patience); ; time.Sleep(2 * time.Millisecond) {
 		count := 0
-		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-		for _, p := range stats {
-			b, err := os.ReadFile(p)
-			if i := bytes.LastIndexByte(b, ')'); err == nil && i > 0 {
-				if f := strings.Fields(string(b[i+1:])); len(f) > 3 && f[3] == strconv.Itoa(sid) {
+		procs, _ := os.ReadDir("/proc")
+		for _, p := range procs {
+			if pid, err := strconv.Atoi(p.Name()); err == nil {
+				if st, ok := statOf(pid); ok && st.sid == sid {
 					count++
 				}
 			}
@@ -433,7 +415,9 @@ func TestFaultsStartPoints(t *testing.T) {
 			if strings.HasPrefix(point, "guardian:") {
 				victim = guardianOf(t, c.Process.Pid)
 			}
-			awaitStopped(t, victim)
+			if err := awaitStopped(victim); err != nil {
+				t.Fatalf("at %s: %v", point, err)
+			}
 			if point == "guardian:after_spawn" {
 				// The service runs on while its guardian is stopped: let it
 				// fork the children a lost guardian would leak (the
@@ -483,7 +467,9 @@ func TestFaultsDrainPoints(t *testing.T) {
 			l := newFaultLab(t, 30, 20)
 			id, m := l.startMonitor(point, leakyService...)
 			end := l.background(l.command("", "cancel", "--grace", "1", id))
-			awaitStopped(t, m.GuardianPID)
+			if err := awaitStopped(m.GuardianPID); err != nil {
+				t.Fatalf("at %s: %v", point, err)
+			}
 			unix.Kill(m.GuardianPID, unix.SIGKILL)
 			r, _ := end()
 			if r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) {
@@ -561,7 +547,9 @@ func TestFaultsRandom(t *testing.T) {
 func TestFaultsStall(t *testing.T) {
 	l := newFaultLab(t, 2, 20)
 	id, m := l.startMonitor("", "start", "--", "sleeper")
-	stopOwnGuardian(t, l, m)
+	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a stopped guardian still holds custody after %v", patience)
@@ -580,28 +568,6 @@ func TestFaultsStall(t *testing.T) {
 		t.Fatalf("the resumed guardian renewed its lapsed window: heartbeat %d, then %d", stalled, seq)
 	}
 	l.settle()
-}
-
-// stopOwnGuardian stops a monitor's guardian with SIGSTOP while it holds no
-// lock, so that other commands are not held up by it.
-func stopOwnGuardian(t *testing.T, l *faultLab, m *state.Monitor) {
-	t.Helper()
-	lock := filepath.Join((&state.Dir{Path: l.state}).MonitorDir(m.MonitorID), "lock")
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
-		unix.Kill(m.GuardianPID, unix.SIGSTOP)
-		awaitStopped(t, m.GuardianPID)
-		fd, err := unix.Open(lock, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err != nil || unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if err == nil {
-				unix.Close(fd)
-			}
-			return
-		}
-		unix.Close(fd)
-		unix.Kill(m.GuardianPID, unix.SIGCONT)
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("guardian %d kept its lock for %v", m.GuardianPID, patience)
 }
 
 // TestFaultsRunEndRacesStarts ends a run while starts in it are in

@@ -112,7 +112,5 @@ func TestKillUnconfirmedFrozenService(t *testing.T) {
 	if err := setState("THAWED"); err != nil {
 		t.Fatal(err)
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }

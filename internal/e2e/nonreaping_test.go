@@ -107,14 +107,7 @@ func TestStartRefusedWithoutWNOWAIT(t *testing.T) {
 		t.Errorf("%d monitor directories left", len(entries))
 	}
 
-	var started struct {
-		MonitorID string `json:"monitor_id"`
-	}
-	if err := json.Unmarshal(runProcmon(t, procmon, "start", "--", "sleeper"), &started); err != nil {
-		t.Fatal(err)
-	}
-	runProcmon(t, procmon, "cancel", started.MonitorID)
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	id := startMonitor(t, procmon, "start", "--", "sleeper")
+	runProcmon(t, procmon, "cancel", id)
+	assertNothingLeft(t, stateDir)
 }

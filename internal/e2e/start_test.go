@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"procmon/internal/ids"
-	"procmon/internal/state"
 )
 
 // TestStartLeavesNoStrayDescriptors starts a service from a caller that
@@ -63,9 +62,7 @@ func TestStartLeavesNoStrayDescriptors(t *testing.T) {
 		t.Fatalf("status: %s", status)
 	}
 	runProcmon(t, procmon, "cancel", started.MonitorID)
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }
 
 // TestGuardianLetsGoOfCallerStdio starts a service from a caller whose
@@ -114,9 +111,7 @@ func TestGuardianLetsGoOfCallerStdio(t *testing.T) {
 	}
 	defer func() {
 		runProcmon(t, procmon, "cancel", started.MonitorID)
-		if problems := leftovers(stateDir, true); len(problems) > 0 {
-			t.Fatalf("processes left behind: %v", problems)
-		}
+		assertNothingLeft(t, stateDir)
 	}()
 
 	mdir := filepath.Join(stateDir, "monitors", started.MonitorID)
@@ -210,17 +205,4 @@ func TestLeftoversFindsUnrecordedGuardian(t *testing.T) {
 	if problems := leftovers(stateDir, true); len(problems) > 0 {
 		t.Fatalf("leftovers once the guardian left: %v", problems)
 	}
-}
-
-// recordOf reads monitor id's record, which must exist and name a guardian.
-func recordOf(t *testing.T, stateDir, id string) *state.Monitor {
-	t.Helper()
-	m, err := (&state.Dir{Path: stateDir}).LoadMonitor(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.GuardianPID <= 1 {
-		t.Fatalf("record of %s names guardian pid %d", id, m.GuardianPID)
-	}
-	return m
 }

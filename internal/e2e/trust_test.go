@@ -229,7 +229,5 @@ func TestPlantedControlSocketIsNotTrusted(t *testing.T) {
 	if gjson.GetBytes(receipt, "status").String() != state.StatusCancelled || !gjson.GetBytes(receipt, "group_empty_verified").Bool() {
 		t.Fatalf("cancel once the socket is back: %s", receipt)
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("left behind: %v", problems)
-	}
+	assertNothingLeft(t, stateDir)
 }

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
 
 	"procmon/cmd"
@@ -106,20 +106,10 @@ func waitingProcs(stateDir string) []int {
 }
 
 func isWaiting(pid int, stateDir string) bool {
+	if st, ok := statOf(pid); !ok || st.ppid != os.Getpid() {
+		return false
+	}
 	dir := "/proc/" + strconv.Itoa(pid)
-	stat, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return false
-	}
-	// The fields after the command name: state, then the parent's pid.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
-		return false
-	}
 	cmdline, _ := os.ReadFile(dir + "/cmdline")
 	argv := strings.Split(string(cmdline), "\x00")
 	if len(argv) < 2 || filepath.Base(argv[0]) != "procmon" || argv[1] != "wait" {
@@ -165,24 +155,6 @@ func cmdHardlink(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// procmonIn returns commands that run this test binary as procmon in cwd
-// with the state directory stateDir, whose leftovers are killed at the
-// test's end.
-func procmonIn(t *testing.T, stateDir, cwd string) func(args ...string) *exec.Cmd {
-	t.Cleanup(func() { killLeftovers(stateDir) })
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(args ...string) *exec.Cmd {
-		c := exec.Command(exe, args...)
-		c.Args[0] = "procmon"
-		c.Dir = cwd
-		c.Env = append(os.Environ(), "PROCMON_STATE_DIR="+stateDir, "PROCMON_RUN=", "XDG_STATE_HOME=")
-		return c
-	}
-}
-
 // socketCount is the number of sockets process pid holds.
 func socketCount(pid int) int {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
@@ -196,41 +168,12 @@ func socketCount(pid int) int {
 	return n
 }
 
-// runProcmon runs a procmon command that must succeed and returns its stdout.
-func runProcmon(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...string) []byte {
+// interruptWait runs procmon wait ARGS..., sends it sig once it is
+// watching, and returns what it wrote and its exit status (-1 when the
+// signal killed it).
+func interruptWait(t *testing.T, procmon func(args ...string) *exec.Cmd, stateDir string, sig unix.Signal, args ...string) (string, int) {
 	t.Helper()
-	out, err := procmon(args...).Output()
-	if err != nil {
-		t.Fatalf("procmon %v: %v\n%s", args, err, out)
-	}
-	return out
-}
-
-// TestWaitTerminated checks what a script cannot see: the exit status of
-// a wait ended by SIGTERM is exactly 130, its one response is the typed
-// error, and the service keeps running.
-func TestWaitTerminated(t *testing.T) {
-	stateDir := filepath.Join(t.TempDir(), "state")
-	procmon := procmonIn(t, stateDir, t.TempDir())
-	field := func(out []byte, path string) string {
-		var obj map[string]any
-		if err := json.Unmarshal(out, &obj); err != nil {
-			t.Fatalf("response %q: %v", out, err)
-		}
-		var v any = obj
-		for _, k := range strings.Split(path, ".") {
-			m, _ := v.(map[string]any)
-			v = m[k]
-		}
-		s, _ := v.(string)
-		return s
-	}
-	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
-
-	run("configure", "--enable")
-	id := field(run("start", "--", "sleeper"), "monitor_id")
-
-	w := procmon("wait", id, "--output", "never printed")
+	w := procmon(append([]string{"wait"}, args...)...)
 	var stdout bytes.Buffer
 	w.Stdout = &stdout
 	if err := w.Start(); err != nil {
@@ -239,30 +182,42 @@ func TestWaitTerminated(t *testing.T) {
 	if _, ok := awaitWaiting(stateDir, 1); !ok {
 		w.Process.Kill()
 		w.Wait()
-		t.Fatalf("procmon wait never started watching")
+		t.Fatalf("procmon wait %v never started watching", args)
 	}
-	if err := w.Process.Signal(unix.SIGTERM); err != nil {
+	if err := w.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	err := w.Wait()
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 130 {
-		t.Fatalf("procmon wait after SIGTERM: %v, want exit status 130", err)
+	w.Wait()
+	return stdout.String(), w.ProcessState.ExitCode()
+}
+
+// TestWaitTerminated checks what a script cannot see: the exit status of
+// a wait ended by SIGTERM is exactly 130, its one response is the typed
+// error, and the service keeps running.
+func TestWaitTerminated(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
+
+	run("configure", "--enable")
+	id := startMonitor(t, procmon, "start", "--", "sleeper")
+
+	stdout, status := interruptWait(t, procmon, stateDir, unix.SIGTERM, id, "--output", "never printed")
+	if status != 130 {
+		t.Fatalf("procmon wait after SIGTERM: exit status %d, want 130", status)
 	}
-	if lines := strings.Count(stdout.String(), "\n"); lines != 1 {
-		t.Fatalf("procmon wait wrote %d lines, want one response: %q", lines, stdout.String())
+	if lines := strings.Count(stdout, "\n"); lines != 1 {
+		t.Fatalf("procmon wait wrote %d lines, want one response: %q", lines, stdout)
 	}
-	if code := field(stdout.Bytes(), "error.code"); code != "wait_interrupted" {
-		t.Fatalf("error code %q, want wait_interrupted: %s", code, stdout.String())
+	if code := gjson.Get(stdout, "error.code").String(); code != "wait_interrupted" {
+		t.Fatalf("error code %q, want wait_interrupted: %s", code, stdout)
 	}
 
-	if status := field(run("status", id), "status"); status != "running" {
+	if status := gjson.GetBytes(run("status", id), "status").String(); status != "running" {
 		t.Fatalf("status after the interrupted wait: %s, want running", status)
 	}
 	run("cancel", id)
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
-	}
+	assertNothingLeft(t, stateDir)
 }
 
 // TestWatchChangesFromGuardian checks the guardian's change notices, which
@@ -279,14 +234,9 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 	procmon := procmonIn(t, stateDir, cwd)
 	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
 	run("configure", "--enable")
-	var started struct {
-		MonitorID string `json:"monitor_id"`
-	}
-	if err := json.Unmarshal(run("start", "--", "sh", "-c", `read line < gate; echo "$line"; exec sleeper`), &started); err != nil {
-		t.Fatal(err)
-	}
+	id := startMonitor(t, procmon, "start", "--", "sh", "-c", `read line < gate; echo "$line"; exec sleeper`)
 	dir := &state.Dir{Path: stateDir}
-	m, err := dir.LoadMonitor(started.MonitorID)
+	m, err := dir.LoadMonitor(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +266,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 	if err := os.WriteFile(gate, []byte("released\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log := filepath.Join(dir.MonitorDir(started.MonitorID), state.LogName)
+	log := filepath.Join(dir.MonitorDir(id), state.LogName)
 	for {
 		select {
 		case _, ok := <-notices:
@@ -331,7 +281,7 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 		}
 	}
 
-	run("cancel", started.MonitorID)
+	run("cancel", id)
 	deadline := time.After(patience)
 	for ended := false; !ended; {
 		select {
@@ -341,15 +291,13 @@ func TestWatchChangesFromGuardian(t *testing.T) {
 			t.Fatalf("notices did not end within %v of the receipt", patience)
 		}
 	}
-	if m, err := dir.LoadMonitor(started.MonitorID); err != nil || m.Receipt == nil {
+	if m, err := dir.LoadMonitor(id); err != nil || m.Receipt == nil {
 		t.Fatalf("notices ended before the receipt was durable: %+v, %v", m, err)
 	}
 	if _, _, err := proc.WatchChanges(context.Background(), dir, m); !proc.IsNoGuardian(err) {
 		t.Fatalf("subscribe after the receipt: %v, want no guardian", err)
 	}
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
-	}
+	assertNothingLeft(t, stateDir)
 }
 
 // TestWaitIsNoSecretOracle plays the attack of guessing a registered
@@ -365,13 +313,7 @@ func TestWaitIsNoSecretOracle(t *testing.T) {
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
 	run("configure", "--enable")
-	var started struct {
-		MonitorID string `json:"monitor_id"`
-	}
-	if err := json.Unmarshal(run("start", "--env", "API_TOKEN="+secret, "--", "printer", "-stay", "-env", "API_TOKEN"), &started); err != nil {
-		t.Fatal(err)
-	}
-	id := started.MonitorID
+	id := startMonitor(t, procmon, "start", "--env", "API_TOKEN="+secret, "--", "printer", "-stay", "-env", "API_TOKEN")
 	defer run("cancel", id)
 	run("wait", id, "--output", "[REDACTED]", "--timeout", "30")
 
@@ -502,74 +444,30 @@ func TestWaitInterruptedWhileGuardianStalls(t *testing.T) {
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
 	run("configure", "--enable") // a 30 s window: it does not lapse here
-	var started struct {
-		MonitorID string `json:"monitor_id"`
-	}
-	if err := json.Unmarshal(run("start", "--", "sleeper"), &started); err != nil {
-		t.Fatal(err)
-	}
-	id := started.MonitorID
+	id := startMonitor(t, procmon, "start", "--", "sleeper")
 	dir := &state.Dir{Path: stateDir}
 	m, err := dir.LoadMonitor(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopGuardian(t, m, dir.MonitorDir(id))
+	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, dir.MonitorDir(id)); err != nil {
+		t.Fatal(err)
+	}
 	defer unix.Kill(m.GuardianPID, unix.SIGCONT)
 
 	for _, sig := range []unix.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP} {
 		for _, kind := range [][]string{{"--output", "never printed"}, {"--exit"}, {"--file", "never.json"}} {
-			w := procmon(append([]string{"wait", id}, kind...)...)
-			var stdout bytes.Buffer
-			w.Stdout = &stdout
-			if err := w.Start(); err != nil {
-				t.Fatal(err)
+			stdout, status := interruptWait(t, procmon, stateDir, sig, append([]string{id}, kind...)...)
+			if status != 130 {
+				t.Fatalf("procmon wait %v after %v: exit status %d, want 130; wrote %q", kind, sig, status, stdout)
 			}
-			if _, ok := awaitWaiting(stateDir, 1); !ok {
-				w.Process.Kill()
-				w.Wait()
-				t.Fatalf("procmon wait %v never started waiting", kind)
-			}
-			if err := w.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			err := w.Wait()
-			var exitErr *exec.ExitError
-			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 130 {
-				t.Fatalf("procmon wait %v after %v: %v, want exit status 130; wrote %q", kind, sig, err, stdout.String())
-			}
-			if lines := strings.Count(stdout.String(), "\n"); lines != 1 || !strings.Contains(stdout.String(), `"code":"wait_interrupted"`) {
-				t.Fatalf("procmon wait %v after %v wrote %q, want one wait_interrupted error", kind, sig, stdout.String())
+			if lines := strings.Count(stdout, "\n"); lines != 1 || !strings.Contains(stdout, `"code":"wait_interrupted"`) {
+				t.Fatalf("procmon wait %v after %v wrote %q, want one wait_interrupted error", kind, sig, stdout)
 			}
 		}
 	}
 
 	unix.Kill(m.GuardianPID, unix.SIGCONT)
 	run("cancel", id)
-	if problems := leftovers(stateDir, true); len(problems) > 0 {
-		t.Fatalf("processes left behind:\n%s", strings.Join(problems, "\n"))
-	}
-}
-
-// stopGuardian stops a monitor's guardian at a moment it does not hold
-// the monitor's lock, as the script command sigguardian does.
-func stopGuardian(t *testing.T, m *state.Monitor, mdir string) {
-	t.Helper()
-	lock := flock.New(filepath.Join(mdir, "lock"))
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
-		if !proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
-			t.Fatalf("guardian %d is not running", m.GuardianPID)
-		}
-		unix.Kill(m.GuardianPID, unix.SIGSTOP)
-		for !stopped(m.GuardianPID) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if ok, err := lock.TryLock(); err == nil && ok {
-			lock.Unlock()
-			return
-		}
-		unix.Kill(m.GuardianPID, unix.SIGCONT)
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("guardian %d kept its lock for %v", m.GuardianPID, patience)
+	assertNothingLeft(t, stateDir)
 }

@@ -15,20 +15,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
 
 	"procmon/cmd"
 	"procmon/internal/proc"
-	"procmon/internal/protocol"
 	"procmon/internal/state"
 	"procmon/internal/wait"
 )
 
 var update = flag.Bool("u", false, "update testscript golden output")
 
+// TestMain makes this test binary every program the tests run: procmon
+// (and so its guardians), the fake children and withoutwnowait. Started
+// under one of those names it is that program; started as itself it puts
+// a copy under each name first in $PATH, where the scripts and the
+// services the tests start find them, and runs the tests.
 func TestMain(m *testing.M) {
 	commands := map[string]func(){
 		"procmon":        func() { os.Exit(cmd.Main()) },
@@ -117,10 +120,6 @@ func checkGuardianLogs(t testscript.T, dir string) {
 		t.Fatal("guardians failed: " + strings.Join(failed, ", "))
 	}
 }
-
-// patience bounds every wait in a script: generous, because the machines
-// are shared; a wait that passes it is a failure, never an assertion.
-const patience = 30 * time.Second
 
 // json FILE PATH WANT checks one field of a JSON file (or stdout) with a
 // gjson path; WANT is compared with the field's string form (null for a
@@ -222,28 +221,6 @@ func cmdAwaitLog(ts *testscript.TestScript, neg bool, args []string) {
 	})
 }
 
-// awaitGone waits for a process to end, through a pidfd: a reused pid
-// cannot pass for the process. It reports whether it ended in time.
-func awaitGone(pid int, startTicks uint64) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return true // no such process
-	}
-	defer unix.Close(fd)
-	if !proc.Matches(pid, startTicks) {
-		return true
-	}
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
-		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
-		if err == unix.EINTR {
-			continue
-		}
-		return n > 0 || !proc.Matches(pid, startTicks)
-	}
-	return !proc.Matches(pid, startTicks)
-}
-
 // gone PIDFILE|PID... asserts that every pid given, or listed in a file,
 // has ended (waiting for it, bounded).
 func cmdGone(ts *testscript.TestScript, neg bool, args []string) {
@@ -300,93 +277,6 @@ func cmdKillGuardian(ts *testscript.TestScript, neg bool, args []string) {
 	unix.Kill(m.GuardianPID, unix.SIGKILL)
 	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
 		ts.Fatalf("killguardian: guardian %d survived SIGKILL", m.GuardianPID)
-	}
-}
-
-// leftovers lists what the monitors of a state directory left running,
-// waiting up to patience for each to end when wait is set.
-func leftovers(dir string, waitForExit bool) []string {
-	d := &state.Dir{Path: dir}
-	ids, _ := d.MonitorIDs()
-	var problems []string
-	recorded := map[int]bool{}
-	for _, id := range ids {
-		m, err := d.LoadMonitor(id)
-		if protocol.HasCode(err, protocol.CodeUnknownMonitor) {
-			// No start is in progress when a script checks: a directory
-			// without a record was left by a failed or refused start.
-			problems = append(problems, fmt.Sprintf("%s: a monitor directory without a record was left behind", id))
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		check := func(what string, pid int, ticks uint64) {
-			if !proc.Matches(pid, ticks) {
-				return
-			}
-			if waitForExit && awaitGone(pid, ticks) {
-				return
-			}
-			problems = append(problems, fmt.Sprintf("%s: %s pid %d still running", id, what, pid))
-		}
-		recorded[m.GuardianPID] = true
-		check("guardian", m.GuardianPID, m.GuardianStartTicks)
-		check("child", m.PID, m.ChildStartTicks)
-		for _, p := range proc.LostMembers(m.GuardianPID, m.GuardianStartTicks) {
-			check(fmt.Sprintf("session %d member", m.GuardianPID), p.PID, p.StartTicks)
-		}
-	}
-	// A guardian of a start that never recorded its monitor is found by
-	// its command line.
-	for _, pid := range guardiansOf(dir) {
-		if ticks, err := proc.StartTicks(pid); err == nil && !recorded[pid] && !(waitForExit && awaitGone(pid, ticks)) {
-			problems = append(problems, fmt.Sprintf("guardian pid %d of no recorded monitor still running", pid))
-		}
-	}
-	return problems
-}
-
-// guardiansOf lists the live guardians started for the state directory
-// dir, found by their command line (procmon __guardian STATE_DIR
-// MONITOR_ID); a test's state directory is its own temp directory.
-func guardiansOf(dir string) []int {
-	var found []int
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if len(args) >= 3 && args[1] == proc.GuardianArg && args[2] == dir {
-			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-				found = append(found, pid)
-			}
-		}
-	}
-	return found
-}
-
-func killLeftovers(dir string) {
-	for _, pid := range guardiansOf(dir) {
-		unix.Kill(pid, unix.SIGKILL)
-	}
-	d := &state.Dir{Path: dir}
-	ids, _ := d.MonitorIDs()
-	for _, id := range ids {
-		m, err := d.LoadMonitor(id)
-		if err != nil {
-			continue
-		}
-		if proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
-			unix.Kill(m.GuardianPID, unix.SIGKILL)
-		}
-		for _, p := range proc.LostMembers(m.GuardianPID, m.GuardianStartTicks) {
-			if proc.Matches(p.PID, p.StartTicks) {
-				unix.Kill(p.PID, unix.SIGKILL)
-			}
-		}
 	}
 }
 
@@ -586,39 +476,12 @@ func signalMonitor(ts *testscript.TestScript, neg bool, args []string, name stri
 		ts.Fatalf("%s: pid %d is not running", name, pid)
 	}
 	if name == "sigguardian" && sig[args[1]] == unix.SIGSTOP {
-		stopOutsideLock(ts, pid, stateDir(ts).MonitorDir(args[0]))
+		if err := stopOutsideLock(pid, ticks, stateDir(ts).MonitorDir(args[0])); err != nil {
+			ts.Fatalf("%s: %v", name, err)
+		}
 		return
 	}
 	ts.Check(unix.Kill(pid, sig[args[1]]))
-}
-
-// stopped reports whether a process is in the stopped state.
-func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := strings.LastIndexByte(string(b), ')')
-	return err == nil && i > 0 && i+2 < len(b) && b[i+2] == 'T'
-}
-
-// stopOutsideLock stops a guardian at a moment it does not hold its
-// monitor's lock: stopped while holding it, it would keep every other
-// writer out until it runs again.
-func stopOutsideLock(ts *testscript.TestScript, pid int, mdir string) {
-	lock := flock.New(filepath.Join(mdir, "lock"))
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); {
-		ts.Check(unix.Kill(pid, unix.SIGSTOP))
-		// kill only queues the signal: look at the lock once the guardian
-		// has really stopped.
-		for !stopped(pid) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		if ok, err := lock.TryLock(); err == nil && ok {
-			lock.Unlock()
-			return
-		}
-		ts.Check(unix.Kill(pid, unix.SIGCONT))
-		time.Sleep(5 * time.Millisecond)
-	}
-	ts.Fatalf("sigguardian: guardian %d kept its lock for %v", pid, patience)
 }
 
 // heartbeats ID N waits until the monitor's heartbeat_seq reaches N, and
