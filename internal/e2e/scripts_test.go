@@ -19,7 +19,6 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
 
-	"procmon/cmd"
 	"procmon/internal/proc"
 	"procmon/internal/state"
 	"procmon/internal/wait"
@@ -27,22 +26,9 @@ import (
 
 var update = flag.Bool("u", false, "update testscript golden output")
 
-// TestMain makes this test binary every program the tests run: procmon
-// (and so its guardians), the fake children and withoutwnowait. Started
-// under one of those names it is that program; started as itself it puts
-// a copy under each name first in $PATH, where the scripts and the
-// services the tests start find them, and runs the tests.
-func TestMain(m *testing.M) {
-	commands := map[string]func(){
-		"procmon":        func() { os.Exit(cmd.Main()) },
-		"withoutwnowait": withoutWNOWAIT,
-	}
-	for name, f := range fakeChildren {
-		commands[name] = f
-	}
-	testscript.Main(m, commands)
-}
-
+// TestScripts runs every script of testscripts/ against the binary, each
+// in a state directory of its own, and fails a script whose guardians
+// logged a failure of their own.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testscripts",
