@@ -314,7 +314,10 @@ func TestWaitIsNoSecretOracle(t *testing.T) {
 	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
 	run("configure", "--enable")
 	id := startMonitor(t, procmon, "start", "--env", "API_TOKEN="+secret, "--", "printer", "-stay", "-env", "API_TOKEN")
-	defer run("cancel", id)
+	defer func() {
+		run("cancel", id)
+		assertNothingLeft(t, stateDir)
+	}()
 	run("wait", id, "--output", "[REDACTED]", "--timeout", "30")
 
 	// Each guess ends with a candidate for the next character of the
