@@ -27,9 +27,9 @@ var completionScripts = []struct {
 
 // TestCompletionsAreCurrent fails when a shipped completion script differs
 // from what cobra generates for the current command tree. With
-// PROCMON_UPDATE_COMPLETIONS=1 it rewrites the scripts instead.
+// PROCMON_UPDATE=1 it rewrites the scripts instead.
 func TestCompletionsAreCurrent(t *testing.T) {
-	update := os.Getenv("PROCMON_UPDATE_COMPLETIONS") == "1"
+	update := rewriteGoldens()
 	for _, script := range completionScripts {
 		var want bytes.Buffer
 		root := newRootCmd(testEnv(t.TempDir(), &bytes.Buffer{}, &bytes.Buffer{}), &globals{})
@@ -48,7 +48,7 @@ func TestCompletionsAreCurrent(t *testing.T) {
 		}
 		got, err := os.ReadFile(script.path)
 		if err != nil || !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("%s is missing or out of date; regenerate the completion scripts with:\n\tPROCMON_UPDATE_COMPLETIONS=1 go test ./cmd -run TestCompletionsAreCurrent", script.path)
+			t.Errorf("%s is missing or out of date; %s", script.path, regenerate)
 		}
 	}
 }

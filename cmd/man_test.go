@@ -88,12 +88,12 @@ func roff(s string) string {
 }
 
 // TestManPagesAreCurrent fails when docs/man differs from the pages the
-// current command tree makes. With PROCMON_UPDATE_DOCS=1 (see go generate
-// ./cmd) it rewrites them instead.
+// current command tree makes. With PROCMON_UPDATE=1 it rewrites them
+// instead.
 func TestManPagesAreCurrent(t *testing.T) {
 	root := newRootCmd(testEnv(t.TempDir(), &bytes.Buffer{}, &bytes.Buffer{}), &globals{})
 	pages := manPages(root)
-	if os.Getenv("PROCMON_UPDATE_DOCS") == "1" {
+	if rewriteGoldens() {
 		if err := os.RemoveAll(manDir); err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,6 @@ func TestManPagesAreCurrent(t *testing.T) {
 		t.Logf("wrote %d pages to %s", len(pages), manDir)
 		return
 	}
-	const regenerate = "regenerate the man pages with: go generate ./cmd"
 	shipped, _ := os.ReadDir(manDir)
 	for _, e := range shipped {
 		if _, ok := pages[e.Name()]; !ok {

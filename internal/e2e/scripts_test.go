@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,8 +23,6 @@ import (
 	"procmon/internal/wait"
 )
 
-var update = flag.Bool("u", false, "update testscript golden output")
-
 // TestScripts runs every script of testscripts/ against the binary, each
 // in a state directory of its own, and fails a script whose guardians
 // logged a failure of their own.
@@ -34,7 +31,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testscripts",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       *update,
+		UpdateScripts:       os.Getenv("PROCMON_UPDATE") == "1", // rewrite what cmp compares with
 		Setup: func(e *testscript.Env) error {
 			stateDir := filepath.Join(e.WorkDir, "state")
 			e.Setenv("PROCMON_STATE_DIR", stateDir)
