@@ -382,19 +382,9 @@ func TestAgentMCPServerKilled(t *testing.T) {
 	}
 	server.Process.Signal(syscall.SIGKILL)
 	for _, id := range ids {
-		deadline := time.Now().Add(patience)
-		for {
-			m := recordOf(t, stateDir, id)
-			if m.Receipt != nil {
-				if m.Receipt.Reason != "owner_exited" || !m.Receipt.GroupEmptyVerified {
-					t.Errorf("%s: %+v", id, m.Receipt)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s was not drained after its session's server was killed", id)
-			}
-			time.Sleep(20 * time.Millisecond)
+		r := awaitRecordedReceipt(t, stateDir, id, "after its session's server was killed")
+		if r.Reason != "owner_exited" || !r.GroupEmptyVerified {
+			t.Errorf("%s: %+v", id, r)
 		}
 	}
 	assertNothingLeft(t, stateDir)
@@ -493,14 +483,7 @@ func TestAgentMCPInspector(t *testing.T) {
 	schemas.check(t, "start", "response", mustJSON(t, result))
 	id := result["monitor_id"].(string)
 	// The Inspector's session is over: the monitor went with it.
-	deadline := time.Now().Add(patience)
-	for m := recordOf(t, stateDir, id); m.Receipt == nil; m = recordOf(t, stateDir, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not drained when the Inspector's session ended", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if r := recordOf(t, stateDir, id).Receipt; !r.GroupEmptyVerified || (r.Reason != "run_ended" && r.Reason != "owner_exited") {
+	if r := awaitRecordedReceipt(t, stateDir, id, "when the Inspector's session ended"); !r.GroupEmptyVerified || (r.Reason != "run_ended" && r.Reason != "owner_exited") {
 		t.Errorf("receipt %+v", r)
 	}
 

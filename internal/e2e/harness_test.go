@@ -60,10 +60,15 @@ func runProcmon(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...st
 // returns the id of the monitor it started.
 func startMonitor(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...string) string {
 	t.Helper()
-	out := runProcmon(t, procmon, args...)
+	return startedID(t, runProcmon(t, procmon, args...))
+}
+
+// startedID returns the monitor id that a start answered with, out.
+func startedID(t *testing.T, out []byte) string {
+	t.Helper()
 	id := gjson.GetBytes(out, "monitor_id").String()
 	if id == "" {
-		t.Fatalf("procmon %v answered %s: no monitor_id", args, out)
+		t.Fatalf("start answered %s: no monitor_id", out)
 	}
 	return id
 }
@@ -79,6 +84,21 @@ func recordOf(t *testing.T, stateDir, id string) *state.Monitor {
 		t.Fatalf("record of %s names guardian pid %d", id, m.GuardianPID)
 	}
 	return m
+}
+
+// awaitRecordedReceipt waits until monitor id's record holds a receipt,
+// and returns it; the test fails, saying what should have drained the
+// monitor (drainedBy), if none is there within patience.
+func awaitRecordedReceipt(t *testing.T, stateDir, id, drainedBy string) *state.Receipt {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		if m := recordOf(t, stateDir, id); m.Receipt != nil {
+			return m.Receipt
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not drained %s within %v", id, drainedBy, patience)
+		}
+	}
 }
 
 // assertNothingLeft fails the test unless every process the monitors of

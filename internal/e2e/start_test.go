@@ -37,12 +37,7 @@ func TestStartLeavesNoStrayDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, out)
 	}
-	var started struct {
-		MonitorID string `json:"monitor_id"`
-	}
-	if err := json.Unmarshal(out, &started); err != nil {
-		t.Fatal(err)
-	}
+	id := startedID(t, out)
 
 	// The caller has exited; the pipe must be at its end.
 	eof := make(chan error, 1)
@@ -58,10 +53,10 @@ func TestStartLeavesNoStrayDescriptors(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatalf("the caller's pipe is still held %v after start returned", patience)
 	}
-	if status := runProcmon(t, procmon, "status", started.MonitorID); !json.Valid(status) {
+	if status := runProcmon(t, procmon, "status", id); !json.Valid(status) {
 		t.Fatalf("status: %s", status)
 	}
-	runProcmon(t, procmon, "cancel", started.MonitorID)
+	runProcmon(t, procmon, "cancel", id)
 	assertNothingLeft(t, stateDir)
 }
 
@@ -103,19 +98,14 @@ func TestGuardianLetsGoOfCallerStdio(t *testing.T) {
 	if err := start.Wait(); err != nil {
 		t.Fatalf("start: %v\n%s%s", err, out, errOut)
 	}
-	var started struct {
-		MonitorID string `json:"monitor_id"`
-	}
-	if err := json.Unmarshal(out, &started); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	id := startedID(t, out)
 	defer func() {
-		runProcmon(t, procmon, "cancel", started.MonitorID)
+		runProcmon(t, procmon, "cancel", id)
 		assertNothingLeft(t, stateDir)
 	}()
 
-	mdir := filepath.Join(stateDir, "monitors", started.MonitorID)
-	guardian := recordOf(t, stateDir, started.MonitorID).GuardianPID
+	mdir := filepath.Join(stateDir, "monitors", id)
+	guardian := recordOf(t, stateDir, id).GuardianPID
 	want := map[int]string{0: os.DevNull, 1: os.DevNull, 2: filepath.Join(mdir, "guardian.log")}
 	for fd, path := range want {
 		got, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(guardian), "fd", strconv.Itoa(fd)))

@@ -182,7 +182,7 @@ func TestPlantedControlSocketIsNotTrusted(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	runProcmon(t, procmon, "configure", "--enable")
-	id := gjson.GetBytes(runProcmon(t, procmon, "start", "--", "sleeper"), "monitor_id").String()
+	id := startMonitor(t, procmon, "start", "--", "sleeper")
 	sock := filepath.Join(stateDir, "monitors", id, state.ControlName)
 	if err := os.Rename(sock, sock+".real"); err != nil {
 		t.Fatal(err)
