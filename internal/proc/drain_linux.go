@@ -130,6 +130,10 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 // waitid), not on a walk of /proc, which can miss a process while it is
 // being reparented; a straggler found meanwhile is killed outright.
 func (g *guardian) verifyEmpty(deadline time.Time, send func(unix.Signal, custody)) bool {
+	// The child is reaped here (if it was not before): from now on its
+	// pid, and so the group id, may be a new process's once the group is
+	// empty, and only what a look finds is signalled.
+	g.groupReleased = true
 	interval := 500 * time.Microsecond
 	for {
 		reapAll()
@@ -150,10 +154,19 @@ func (g *guardian) verifyEmpty(deadline time.Time, send func(unix.Signal, custod
 // signalCustody sends sig to the child's group and to each escapee. The
 // group id is the unreaped child's pid, so it cannot name anyone else; an
 // escapee is signalled through a pidfd opened and then re-checked against
-// the start time seen in the scan, so a reused pid is never hit.
+// the start time seen in the scan, so a reused pid is never hit. Once the
+// child may be reaped (groupReleased), the group id may be another's:
+// the members the look found are signalled as escapees are.
 func (g *guardian) signalCustody(sig unix.Signal, c custody) int {
 	n := 0
-	if g.child > 1 && unix.Kill(-g.child, sig) == nil {
+	switch {
+	case g.groupReleased:
+		for _, s := range c.members {
+			if signalExact(s, sig) {
+				n++
+			}
+		}
+	case g.child > 1 && unix.Kill(-g.child, sig) == nil:
 		n = len(c.members)
 		if n == 0 {
 			n = 1

@@ -56,9 +56,13 @@ type guardian struct {
 
 	child      int
 	childTicks uint64
-	aborted    atomic.Bool     // abortChild has killed and reaped the child
-	exited     chan exitStatus // from the custody thread, once
-	exit       *exitStatus
+	aborted    atomic.Bool // abortChild has killed and reaped the child
+	// groupReleased is set once the child may have been reaped: its pid
+	// no longer names the group for certain (see signalCustody). Only
+	// the goroutine that drains touches it.
+	groupReleased bool
+	exited        chan exitStatus // from the custody thread, once
+	exit          *exitStatus
 	// ownSession starts the child in a session of its own rather than in
 	// a group of the guardian's session (see Exec).
 	ownSession bool
