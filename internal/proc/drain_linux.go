@@ -94,7 +94,6 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 		r.ExitCode, r.Signal, r.ExitedAtMs = g.exit.exitCode, g.exit.signal, &g.exit.atMs
 		r.GroupEmptyVerified = g.verifyEmpty(time.Now().Add(killBoundMs*time.Millisecond), send)
 	}
-	after := g.look()
 	for pid := range escaped {
 		r.Escaped = append(r.Escaped, pid)
 	}
@@ -102,7 +101,7 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 	r.Containment = state.ContainmentComplete
 	if !r.GroupEmptyVerified {
 		r.Containment = state.ContainmentIncomplete
-		r.KillUnconfirmed = after.pids()
+		r.KillUnconfirmed = g.look().pids()
 		if g.exit == nil && !slices.Contains(r.KillUnconfirmed, g.child) {
 			// Not seen exiting, so still there, whatever the scan saw.
 			r.KillUnconfirmed = append(r.KillUnconfirmed, g.child)
