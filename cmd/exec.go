@@ -185,12 +185,29 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 		spec.WindowBytes = *req.MaxBytes
 	}
 	// The slot is taken before anything is spawned and never refunded, as
-	// a start's is; an exec that fails to spawn has used it.
+	// a start's is; an exec that fails to spawn has used it. What comes
+	// before the spawn is done while the slot is made durable.
+	type prepared struct {
+		p   *proc.PreparedExec
+		err error
+	}
+	ready := make(chan prepared, 1)
+	go func() {
+		p, err := proc.PrepareExec(spec)
+		ready <- prepared{p, err}
+	}()
 	ordinal, err := dir.TakeOrdinal(run.RunID, sb.CommandLimit, nil)
+	pr := <-ready
 	if err != nil {
+		if pr.p != nil {
+			pr.p.Abandon()
+		}
 		return nil, err
 	}
-	res, err := proc.Exec(ctx, spec)
+	if pr.err != nil {
+		return nil, protocol.AsError(pr.err).With("command_ordinal", ordinal)
+	}
+	res, err := pr.p.Run(ctx)
 	if err != nil {
 		return nil, protocol.AsError(err).With("command_ordinal", ordinal)
 	}

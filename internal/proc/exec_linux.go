@@ -84,6 +84,31 @@ const ExecInterrupted = "interrupted"
 // no other children: the drain's verdict rests on it having none left. The
 // command is drained as cancelled (reason interrupted) when ctx is done.
 func Exec(ctx context.Context, spec ExecSpec) (*ExecResult, error) {
+	p, err := PrepareExec(spec)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx)
+}
+
+// PreparedExec is a foreground command made ready to spawn: Run spawns
+// it, Abandon lets it go unspawned.
+type PreparedExec struct {
+	spec      ExecSpec
+	path      string
+	redactor  *redact.Redactor
+	out       *outputCopier
+	tail      *tailFilter
+	child     chan os.Signal
+	selfTicks uint64
+	bootID    string
+}
+
+// PrepareExec does all of Exec that comes before the spawn and decides
+// nothing: a caller may do it while its command slot is made durable (an
+// fdatasync, during which this process has a CPU to spare), and spawn only
+// once the slot is.
+func PrepareExec(spec ExecSpec) (*PreparedExec, error) {
 	if err := probeNonReaping(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeNonreapingUnavailable, "waitid(WNOWAIT) is unavailable (%v): procmon cannot observe an exit without reaping, so it refuses to run the command", err)
 	}
@@ -98,6 +123,14 @@ func Exec(ctx context.Context, spec ExecSpec) (*ExecResult, error) {
 	if err != nil {
 		return nil, redactError(err, redactor.String)
 	}
+	p := &PreparedExec{spec: spec, path: path, redactor: redactor}
+	if spec.State != nil {
+		// What the trace names besides the command (see traceExec).
+		if p.selfTicks, err = StartTicks(os.Getpid()); err != nil {
+			return nil, fmt.Errorf("read own start time: %w", err)
+		}
+		p.bootID = state.BootID()
+	}
 	out, err := newOutputCopier()
 	if err != nil {
 		return nil, err
@@ -111,25 +144,40 @@ func Exec(ctx context.Context, spec ExecSpec) (*ExecResult, error) {
 	}
 	out.log = os.NewFile(uintptr(memfd), "exec-output")
 	out.logFD = uintptr(memfd)
-	tail := &tailFilter{stream: redactor.NewStream(), keep: spec.WindowBytes + logtext.Margin}
-	out.filter = tail
+	p.tail = &tailFilter{stream: redactor.NewStream(), keep: spec.WindowBytes + logtext.Margin}
+	out.filter = p.tail
 	if spec.MaxOutputBytes != nil {
 		out.limit = *spec.MaxOutputBytes
 	}
+	p.out = out
+	p.child = make(chan os.Signal, 1)
+	signal.Notify(p.child, syscall.SIGCHLD)
+	return p, nil
+}
 
-	child := make(chan os.Signal, 1)
-	signal.Notify(child, syscall.SIGCHLD)
+// Abandon releases what PrepareExec made, for a command that is not run.
+func (p *PreparedExec) Abandon() {
+	signal.Stop(p.child)
+	p.out.abandon()
+}
+
+// Run spawns the prepared command and holds its custody until it is
+// drained (see Exec).
+func (p *PreparedExec) Run(ctx context.Context) (*ExecResult, error) {
+	spec, out, redactor, tail, child := p.spec, p.out, p.redactor, p.tail, p.child
 	defer signal.Stop(child)
 	g := &guardian{
 		spec:       Spec{Argv: spec.Argv, Cwd: spec.Cwd, Env: spec.Env},
 		self:       os.Getpid(),
+		selfTicks:  p.selfTicks,
+		bootID:     p.bootID,
 		exited:     make(chan exitStatus, 1),
 		sig:        &early.Signals{Child: child},
 		out:        out,
 		ownSession: true,
 	}
 	spawned := make(chan error, 1)
-	go g.custody(path, spawned)
+	go g.custody(p.path, spawned)
 	if err := <-spawned; err != nil {
 		out.abandon()
 		return nil, redactError(err, redactor.String)
@@ -210,12 +258,8 @@ func (g *guardian) traceExec(dir *state.Dir) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the command's start time: %w", err)
 	}
-	selfTicks, err := StartTicks(g.self)
-	if err != nil {
-		return "", fmt.Errorf("read own start time: %w", err)
-	}
 	id := ids.NewID("m_")
-	mk := state.Maker{GuardianPID: g.self, GuardianStartTicks: selfTicks, BootID: state.BootID(), Session: g.child, SessionTicks: ticks}
+	mk := state.Maker{GuardianPID: g.self, GuardianStartTicks: g.selfTicks, BootID: g.bootID, Session: g.child, SessionTicks: ticks}
 	if err := dir.CreateMonitorDir(id, mk); err != nil {
 		return "", fmt.Errorf("record the command's trace: %w", err)
 	}
