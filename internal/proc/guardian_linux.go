@@ -168,14 +168,17 @@ const settleAfter = time.Second
 // from here on; a guardian holds little (bounded buffers and one record),
 // so the heap is kept from growing far past that, and what the start left
 // behind goes back to the system; an orphan that exited before SIGCHLD
-// was caught is reaped. (The small heap goal, set before the handoff,
-// would cost the start a collection.) It runs on the main loop, unless
-// custody ends first: a guardian about to drain and exit has no use for it.
+// was caught is reaped; the output log, and what it holds so far, is
+// made durable (see outputCopier.sync). (The small heap goal, set before
+// the handoff, would cost the start a collection.) It runs on the main
+// loop, unless custody ends first: a guardian about to drain and exit has
+// no use for it.
 func (g *guardian) settle() {
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(25)
 	debug.FreeOSMemory()
 	g.reapOrphans()
+	g.out.sync()
 }
 
 // logToOwnFile makes the guardian's stderr its own log in the monitor's
