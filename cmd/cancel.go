@@ -186,14 +186,14 @@ func runCancel(env *Env, id string, graceMs int64) (*receiptView, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := dir.LoadMonitor(id)
+	o, err := proc.Observe(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := dir.AdmitFor(m, state.CancelTool, env.Now().UnixMilli()); err != nil {
+	if err := dir.AdmitFor(o.Monitor, state.CancelTool, env.Now().UnixMilli()); err != nil {
 		return nil, err
 	}
-	o, err := proc.Cancel(dir, id, graceMs, "cancel")
+	o, err = proc.CancelObserved(dir, o, graceMs, "cancel")
 	if err != nil {
 		return nil, err
 	}
