@@ -30,10 +30,7 @@ type controlRequest struct {
 // controlReply answers a control request.
 type controlReply struct {
 	Receipt *state.Receipt `json:"receipt,omitempty"`
-	// Stored says that the record holds Receipt, durably: it was written
-	// by this guardian, not taken over by reconcile meanwhile.
-	Stored bool   `json:"stored,omitempty"`
-	Phase  string `json:"phase,omitempty"`
+	Phase   string         `json:"phase,omitempty"`
 	// Captured, Logged, Lost and LogError are the live output counters.
 	Captured int64  `json:"captured,omitempty"`
 	Logged   int64  `json:"logged,omitempty"`
@@ -199,7 +196,6 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		if e := g.stateErr.Load(); e != nil {
 			reply.StateError = *e
 		}
-		reply.Stored = g.receiptStored
 	default:
 		reply.Error = &protocol.ErrorBody{Code: protocol.CodeInvalidRequest, Message: "unknown control op " + req.Op}
 	}

@@ -80,9 +80,6 @@ type guardian struct {
 	finished  chan struct{}      // closed once the receipt is durable
 	receipted chan struct{}      // closed once the receipt exists, durable or not
 	receipt   atomic.Pointer[state.Receipt]
-	// receiptStored says, once receipted is closed, that the record holds
-	// the receipt durably, written by this guardian.
-	receiptStored bool
 	// custodyUntil is the end of the ownership window as the guardian
 	// last renewed it, in milliseconds: the stored record's, or later when
 	// the record could not be written (a full disk). Past it, custody has
@@ -708,7 +705,6 @@ func (g *guardian) finish(cause drainCause) {
 	g.rec.Receipt = receipt
 	g.receipt.Store(receipt)
 	err := g.save(true)
-	g.receiptStored = err == nil
 	if errors.Is(err, errRevoked) {
 		// Someone else settled the record meanwhile; theirs stands.
 		fmt.Fprintf(os.Stderr, "guardian: receipt: %v\n", err)

@@ -137,9 +137,6 @@ func Cancel(dir *state.Dir, id string, graceMs int64, reason string) (*Observati
 }
 
 // CancelObserved is Cancel of a monitor the caller has just observed.
-// When the guardian says it stored the receipt it answers with, the
-// record is not read again: the observation is the one given, with that
-// receipt.
 func CancelObserved(dir *state.Dir, o *Observation, graceMs int64, reason string) (*Observation, error) {
 	id := o.Monitor.MonitorID
 	if o.Terminal() {
@@ -164,11 +161,6 @@ func CancelObserved(dir *state.Dir, o *Observation, graceMs int64, reason string
 			return nil, err
 		}
 		// The guardian died while it drained: the record says what is left.
-	}
-	if err == nil && reply.Stored {
-		m := *o.Monitor
-		m.Phase, m.Receipt = state.PhaseTerminal, reply.Receipt
-		return &Observation{Monitor: &m, Status: reply.Receipt.Status}, nil
 	}
 	o, err = Observe(dir, id)
 	if err != nil {
