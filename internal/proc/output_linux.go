@@ -209,8 +209,10 @@ func (o *outputCopier) snapshot(m *state.Monitor) {
 // sync makes the log durable as far as it is written, unless an fsync
 // already has. The guardian calls it once while custody goes on (see
 // settle), so that the fsync before the receipt has nothing left to
-// do for a service that has been quiet since: that fsync cost a cancel
-// 0.3 ms on an idle disk, and up to 5 ms on a busy one.
+// do for a service that has been quiet since: that fsync took 0.3 ms of
+// a cancel on an idle disk in a trace, up to 5 ms on a busy one; without
+// it a cancel of sleep took 9.5 ms instead of 9.9 (medians of 41,
+// interleaved, load 2.4).
 // A failed fsync is kept as the log's error for good: the kernel may
 // have dropped the pages it could not write, and a later fsync would
 // succeed all the same.

@@ -37,7 +37,9 @@ func readStat(pid int) (procStat, error) {
 // alone: os.ReadFile also stats the file and offers it to the runtime's
 // poller, five calls more than open, read and close, which the scans of a
 // drain (one file per thread of the guardian and per descendant, several
-// times over) paid for each file.
+// times over) paid for each file. A walk of the children lists of a
+// process of about ten threads takes 95 µs instead of 175, a stat 17
+// instead of 23 (go test -bench, load 2).
 func readProc(path string, buf []byte) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
