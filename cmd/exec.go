@@ -6,14 +6,12 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
-	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -50,11 +48,6 @@ type execResponse struct {
 	Truncation      []string `json:"truncation"`
 	Warnings        []string `json:"warnings,omitempty"`
 }
-
-// defaultExecTimeoutSeconds bounds a command whose request names no
-// timeout: a foreground command always has a deadline, so a test client
-// that hangs never holds the agent forever.
-const defaultExecTimeoutSeconds = 600
 
 func newExecCmd(env *Env, g *globals) *cobra.Command {
 	var req execRequest
@@ -117,17 +110,16 @@ result so far (status cancelled, reason interrupted).`,
 	c.Flags().StringVar(&req.Cwd, "cwd", "", "working directory (default: the current directory)")
 	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
-	secondsVar(c, &timeout, "timeout", defaultExecTimeoutSeconds, "deadline from admission (30s, 10m, 2h; a plain number is seconds)")
+	secondsVar(c, &timeout, "timeout", proc.DefaultExecTimeoutSeconds, "deadline from admission (30s, 10m, 2h; a plain number is seconds)")
 	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "return at most this many bytes of the end of the output (at least 4)")
 	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "monitor id the command needs running (repeatable)")
 	return c
 }
 
-// runExec admits the command, checks the monitors it depends on, takes
-// its command slot and runs it. Interrupted (ctx done), it still reports
-// what the drained command did, in the error's details.
+// runExec runs the command (see proc.Execute) and shapes its result.
+// Interrupted (ctx done), it still reports what the drained command did,
+// in the error's details.
 func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execResponse, error) {
-	admitted := env.Now().UnixMilli()
 	if err := checkExecRequest(&req); err != nil {
 		return nil, err
 	}
@@ -143,83 +135,37 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 	if err != nil {
 		return nil, err
 	}
-	run, err := dir.Admit(runID, state.ExecTool, admitted, func(o state.Owner) bool { return proc.Matches(o.PID, o.StartTicks) })
-	if err != nil {
-		return nil, err
-	}
-	// Later commands never run on an uncertain handoff: every monitor the
-	// command depends on must be running with a current ownership window.
-	for _, id := range req.DependsOn {
-		o, err := proc.Observe(dir, id)
-		if err != nil {
-			return nil, err
-		}
-		if o.Status != state.StatusRunning {
-			why := o.Why
-			if why == "" {
-				why = "it is " + o.Status + ", not running"
-			}
-			return nil, protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor %s, which is not running with a current ownership window (%s); see procmon status %s", id, why, id).
-				With("monitor_id", id).With("status", o.Status).With("why", why)
-		}
-	}
-	timeout := int64(defaultExecTimeoutSeconds)
-	if req.TimeoutSeconds != nil {
-		timeout = *req.TimeoutSeconds
-	}
-	childEnv := (&proc.Command{Inherited: env.Environ(), Env: req.Env}).Environ()
-	secrets, warnings := redact.Secrets(childEnv, req.Secrets, append(append([]string(nil), req.SecretEnv...), run.Policy.SecretEnv...))
-	sb := run.Policy.Sandbox
-	spec := proc.ExecSpec{
-		Argv:           req.Argv,
-		Cwd:            cwd,
-		Env:            childEnv,
-		Secrets:        secrets,
-		DeadlineMs:     run.WorkDeadline(admitted, &timeout),
-		MaxOutputBytes: sb.MaxOutputBytes,
-		WindowBytes:    defaultLogBytes,
-		GraceMs:        proc.DefaultDrainGraceMs,
-		State:          dir,
-	}
+	window := int64(defaultLogBytes)
 	if req.MaxBytes != nil {
-		spec.WindowBytes = *req.MaxBytes
+		window = *req.MaxBytes
 	}
-	// The slot is taken before anything is spawned and never refunded, as
-	// a start's is; an exec that fails to spawn has used it. What comes
-	// before the spawn is done while the slot is made durable.
-	type prepared struct {
-		p   *proc.PreparedExec
-		err error
-	}
-	ready := make(chan prepared, 1)
-	go func() {
-		p, err := proc.PrepareExec(spec)
-		ready <- prepared{p, err}
-	}()
-	ordinal, err := dir.TakeOrdinal(run.RunID, sb.CommandLimit, nil)
-	pr := <-ready
+	x, err := proc.Execute(ctx, dir, proc.ExecRequest{
+		RunID:       runID,
+		DependsOn:   req.DependsOn,
+		WindowBytes: window,
+		Command: proc.Command{
+			Argv:           req.Argv,
+			Cwd:            cwd,
+			Env:            req.Env,
+			Inherited:      env.Environ(),
+			Secrets:        req.Secrets,
+			SecretEnv:      req.SecretEnv,
+			TimeoutSeconds: req.TimeoutSeconds,
+		},
+	})
 	if err != nil {
-		if pr.p != nil {
-			pr.p.Abandon()
-		}
 		return nil, err
 	}
-	if pr.err != nil {
-		return nil, protocol.AsError(pr.err).With("command_ordinal", ordinal)
-	}
-	res, err := pr.p.Run(ctx)
-	if err != nil {
-		return nil, protocol.AsError(err).With("command_ordinal", ordinal)
-	}
+	res, ordinal := x.ExecResult, x.CommandOrdinal
 	resp := &execResponse{
-		RunID:          run.RunID,
+		RunID:          x.RunID,
 		CommandOrdinal: ordinal,
 		Argv:           res.Argv,
 		PID:            res.PID,
 		PGID:           res.PID,
 		StartedAtMs:    res.StartedAtMs,
 		DurationMs:     res.Receipt.FinishedAtMs - res.StartedAtMs,
-		WorkDeadlineMs: spec.DeadlineMs,
+		WorkDeadlineMs: x.DeadlineMs,
 		Receipt:        *res.Receipt,
 		Text:           res.Text,
 		OutputBytes:    res.OutputBytes,
@@ -227,7 +173,7 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 		CapturedBytes:  res.CapturedBytes,
 		StreamBytes:    res.StreamBytes,
 		Truncation:     []string{},
-		Warnings:       warnings,
+		Warnings:       x.Warnings,
 	}
 	if res.CaptureLimit {
 		resp.Truncation = append(resp.Truncation, state.TruncCaptureLimit)
@@ -243,34 +189,11 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 	return resp, nil
 }
 
-// checkExecRequest refuses, before a slot is taken, what could never run.
+// checkExecRequest refuses, before a slot is taken, what the request's
+// own limits do not allow (proc.Execute checks the command itself).
 func checkExecRequest(req *execRequest) error {
 	if len(req.Argv) == 0 {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty: procmon exec -- COMMAND [ARGS...]`).With("field", "argv")
-	}
-	if req.Argv[0] == "" {
-		return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[0] is empty`).With("field", "argv")
-	}
-	for i, a := range req.Argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] holds a NUL byte, which no program can be passed`, i).With("field", "argv")
-		}
-	}
-	if strings.IndexByte(req.Cwd, 0) >= 0 {
-		return protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd" holds a NUL byte`).With("field", "cwd")
-	}
-	for k, v := range req.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
-			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %q=... is not a variable a program can be given (an empty name, or "=" or a NUL byte in it)`, k).With("field", "env")
-		}
-	}
-	for i, s := range req.Secrets {
-		if len(s) < redact.MinSecretLen {
-			return protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
-		}
-	}
-	if err := protocol.SecondsOrNull("timeout_seconds", req.TimeoutSeconds); err != nil {
-		return err
 	}
 	if req.TimeoutSeconds != nil && *req.TimeoutSeconds > maxWaitSeconds {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "timeout_seconds" must be at most %d`, int64(maxWaitSeconds)).With("field", "timeout_seconds")
