@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"html"
 	"math/rand/v2"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"procmon/internal/logsample"
 )
@@ -122,57 +124,94 @@ func BenchmarkRedactGuardian(b *testing.B) {
 	}
 }
 
-// adversarialText returns n bytes of lines built to keep the redactor off
-// its skip: with hits, each line holds four registered secrets; without,
-// four near misses of them (a secret but its last character), which every
-// filter admits and the automaton follows almost to the end. With escaped,
-// three of the four are written as a JSON (ensure_ascii), percent- and
-// entity-escaping program would, so that the lanes decode them too.
-func adversarialText(n int, secrets []string, hits, escaped bool) []byte {
+// adversarialFamilies are the spellings BenchmarkRedactAdversarial writes
+// its secrets in: as they stand, and by each escaping family, with the
+// first character escaped (so that the raw scan follows nothing and the
+// lane follows the whole secret alone) and the rest as the family's usual
+// writer leaves it, which escapes 'é' (every secret has some) in the
+// middle: Python's json.dumps, url.QueryEscape, an ASCII-only XML writer.
+// The whitespace family writes a multi-line secret reindented.
+var adversarialFamilies = []struct {
+	name  string
+	spell func(s string) string
+}{
+	{"plain", func(s string) string { return s }},
+	{"backslash", func(s string) string {
+		r, n := utf8.DecodeRuneInString(s)
+		return fmt.Sprintf(`\u%04x`, r) + pythonJSON(s[n:])
+	}},
+	{"percent", func(s string) string { return fmt.Sprintf("%%%02X", s[0]) + url.QueryEscape(s[1:]) }},
+	{"entity", func(s string) string {
+		r, n := utf8.DecodeRuneInString(s)
+		return fmt.Sprintf("&#%d;", r) + strings.ReplaceAll(html.EscapeString(s[n:]), "é", "&#xe9;")
+	}},
+	{"whitespace", func(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }},
+}
+
+// adversarialSecrets returns 200 random secrets of 24 to 40 bytes with an
+// 'é' for each 'b'; multi-line, 200 secrets of four lines of 7 bytes (a
+// line shorter than MinSecretLen is no needle of its own, so a near miss
+// of the whole is no hit).
+func adversarialSecrets(multiLine bool) []string {
+	rng := rand.New(rand.NewPCG(200, 99))
+	secrets := make([]string, 200)
+	for i := range secrets {
+		if !multiLine {
+			secrets[i] = strings.ReplaceAll(randomSecret(rng, 24+rng.IntN(17)), "b", "é")
+			continue
+		}
+		lines := make([]string, 4)
+		for k := range lines {
+			lines[k] = randomSecret(rng, 7)
+		}
+		secrets[i] = strings.Join(lines, "\n")
+	}
+	return secrets
+}
+
+// adversarialText returns lines built to keep the redactor off its skip,
+// about n bytes of them, and how many secrets they hold: with hits, each
+// line holds four registered secrets; without, four near misses of them
+// (a secret but its last character), which every filter admits and the
+// automaton follows almost to the end. spell writes each in a family.
+func adversarialText(n int, secrets []string, hits bool, spell func(string) string) ([]byte, int) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	out := make([]byte, 0, n+512)
+	count := 0
 	for len(out) < n {
-		out = append(out, "2024-05-01T00:00:00Z INFO "...)
+		line := []byte("2024-05-01T00:00:00Z INFO ")
 		for k := 0; k < 4; k++ {
 			s := secrets[rng.IntN(len(secrets))]
 			if !hits {
 				s = s[:len(s)-1]
 			}
-			switch {
-			case !escaped:
-			case k == 1:
-				s = pythonJSON(strings.ReplaceAll(s, "a", "\u00e9"))
-			case k == 2:
-				s = url.QueryEscape(s[:4]) + "%" + fmt.Sprintf("%02X", s[4]) + s[5:]
-			case k == 3:
-				s = "&#" + fmt.Sprint(int(s[0])) + ";" + s[1:]
-			}
-			out = append(out, s...)
-			out = append(out, ' ')
+			line = append(line, spell(s)...)
+			line = append(line, ' ')
 		}
-		out = append(out, '\n')
+		line = append(line, '\n')
+		if len(out)+len(line) > n {
+			break
+		}
+		out = append(out, line...)
+		count += 4
 	}
-	// End at a line break, so that no near miss is a held tail.
-	return out[:bytes.LastIndexByte(out[:n], '\n')+1]
+	return out, count
 }
 
 // BenchmarkRedactAdversarial feeds 1 MiB of adversarialText in 4 KiB
-// writes through a redactor with 200 secrets, so that nearly every byte
-// goes through the exact scan and, escaped, through a lane.
+// writes through a redactor with 200 secrets, for each family, so that
+// nearly every byte goes through the exact scan and, escaped, through a
+// lane.
 func BenchmarkRedactAdversarial(b *testing.B) {
-	rng := rand.New(rand.NewPCG(200, 99))
-	secrets := make([]string, 200)
-	for i := range secrets {
-		secrets[i] = strings.ReplaceAll(randomSecret(rng, 24+rng.IntN(17)), "b", "é")
-	}
-	r, err := New(secrets)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, escaped := range []bool{false, true} {
+	for _, fam := range adversarialFamilies {
+		secrets := adversarialSecrets(fam.name == "whitespace")
+		r, err := New(secrets)
+		if err != nil {
+			b.Fatal(err)
+		}
 		for _, hits := range []bool{false, true} {
-			text := adversarialText(1<<20, secrets, hits, escaped)
-			b.Run(fmt.Sprintf("escaped=%v/hits=%v", escaped, hits), func(b *testing.B) {
+			text, count := adversarialText(1<<20, secrets, hits, fam.spell)
+			b.Run(fmt.Sprintf("family=%s/hits=%v", fam.name, hits), func(b *testing.B) {
 				out := make([]byte, 0, len(text)+4096)
 				b.SetBytes(int64(len(text)))
 				for b.Loop() {
@@ -183,8 +222,12 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 					}
 					out = s.Flush(out)
 				}
-				if markers := bytes.Count(out, []byte(Marker)); hits != (markers > 0) {
-					b.Fatalf("hits %v: %d markers", hits, markers)
+				want := 0
+				if hits {
+					want = count
+				}
+				if markers := bytes.Count(out, []byte(Marker)); markers != want {
+					b.Fatalf("%d markers, want %d", markers, want)
 				}
 			})
 		}
