@@ -237,9 +237,34 @@ func (a *automaton) settle(p []byte, i, x, lim int) int {
 func (s *Stream) scan(p []byte, i int) int {
 	a := s.r.ac
 	rules := s.r.rules
+	straight := a.straight
+	if s.r.exact {
+		straight = nil
+	}
 	st := s.state
 	ak := s.auth.k
 	for i < len(p) {
+		if straight != nil && a.states[st].info&0xff == 1 && straight[st] != 0 &&
+			s.active == 0 && s.auth.phase == authIdle && s.detachedSet == 0 {
+			// On a straight path nothing ends, no lane detaches and no
+			// rule runs: only the Authorization header name may show up.
+			m := a.follow(st, p[i:], int(straight[st]))
+			if rules {
+				for t := 0; t < m; t++ {
+					k := authDFA[ak][p[i+t]]
+					if int(k) == len(authWord) {
+						m = t
+						break
+					}
+					ak = k
+				}
+			}
+			if m > 0 {
+				st += int32(m)
+				i += m
+				continue
+			}
+		}
 		b := p[i]
 		j := s.curBase + int64(i)
 		if s.active != 0 {
