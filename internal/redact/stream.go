@@ -65,7 +65,7 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 	s.dst, s.cur, s.curBase = dst, p, s.pos
 	a := s.r.ac
 	for i := 0; i < len(p); {
-		if s.state == 0 && s.auth.k == 0 && s.auth.phase == authIdle && s.quiet() && s.detachedSet == 0 && !s.r.exact {
+		if s.state == 0 && s.auth.k == 0 && s.auth.phase == authIdle && s.quiet() && !s.r.exact {
 			stop := len(p)
 			if s.active != 0 {
 				// A watched userinfo goes on to the first byte outside it,
@@ -78,7 +78,7 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 			from := i
 			i = a.skip(p, i, stop, s.active == 0 && s.r.urlFast)
 			if s.lanes != nil {
-				s.resync(p, from, min(i, len(p)))
+				s.pass(p, from, min(i, len(p)))
 			}
 			if i >= len(p) {
 				break
@@ -315,10 +315,11 @@ func (s *Stream) scan(p []byte, i int) int {
 			s.stepLanes(b, j, prev, st)
 		}
 		i++
-		if s.auth.phase == authIdle && s.quiet() && s.detachedSet == 0 {
+		if s.auth.phase == authIdle && s.quiet() {
 			// Every candidate still alive starts within the last d bytes;
 			// when none of their 4-grams can start a pattern they are all
-			// doomed, and the fast skip may take over.
+			// doomed, and the fast skip may take over (carrying the lanes
+			// that are detached).
 			d := max(int(x.depth), int(ak))
 			if d <= 3 && s.doomed(p, i-d, i) {
 				s.state = 0
