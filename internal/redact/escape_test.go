@@ -468,3 +468,40 @@ func TestLaneTailAtEndOfStream(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeWholeAgreesWithDecode: reading an escape whole picks the
+// escape, the length and the value that feeding it a byte at a time does,
+// on random bytes made of the families' own.
+func TestDecodeWholeAgreesWithDecode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	alpha := []byte(`\uUx0123456789abcdefABCDEF&#;xXamplgtquos%+'"/D8d`)
+	for _, f := range families {
+		if f.run != nil {
+			continue
+		}
+		for it := 0; it < 20000; it++ {
+			var p [maxEscape]byte
+			for i := range p {
+				p[i] = alpha[rng.IntN(len(alpha))]
+			}
+			copy(p[:], f.escapes[rng.IntN(len(f.escapes))].prefix)
+			live := f.starting(p[0])
+			var n int
+			var want []byte
+			for k := 1; k <= maxEscape; k++ {
+				st, out, l := f.decode(p[:k], nil, live)
+				live = l
+				if st == escDone {
+					n, want = k, out
+				}
+				if st != escPartial {
+					break
+				}
+			}
+			got, dec := f.decodeWhole(&p, f.starting(p[0]), nil)
+			if got != n || !bytes.Equal(dec, want) {
+				t.Fatalf("%s %q: whole %d %q, a byte at a time %d %q", f.name, p, got, dec, n, want)
+			}
+		}
+	}
+}

@@ -205,19 +205,20 @@ func digitVal(b byte, base int) int {
 }
 
 // parse matches p, the bytes of a pending escape, against e. When done, it
-// appends what the escape stands for to out.
-func (e *escape) parse(p []byte, out []byte) (escStatus, []byte) {
+// appends what the escape stands for to out and returns how many bytes of
+// p the escape takes; the bytes after those do not matter.
+func (e *escape) parse(p []byte, out []byte) (escStatus, []byte, int) {
 	n := min(len(p), len(e.prefix))
 	for i := 0; i < n; i++ {
 		if p[i] != e.prefix[i] {
-			return escFail, out
+			return escFail, out, 0
 		}
 	}
 	if len(p) < len(e.prefix) {
-		return escPartial, out
+		return escPartial, out, 0
 	}
 	if e.base == 0 {
-		return escDone, append(out, e.out...)
+		return escDone, append(out, e.out...), len(e.prefix)
 	}
 	rest := p[len(e.prefix):]
 	v, d, z := 0, 0, 0 // value, digits, leading zeros
@@ -236,61 +237,63 @@ func (e *escape) parse(p []byte, out []byte) (escStatus, []byte) {
 		z-- // the last zero is the value
 	}
 	if e.min != e.max && z > e.zeros {
-		return escFail, out
+		return escFail, out, 0
 	}
 	rest = rest[d:]
 	if e.term == "" {
 		if d < e.max {
 			if len(rest) > 0 {
-				return escFail, out
+				return escFail, out, 0
 			}
-			return escPartial, out
+			return escPartial, out, 0
 		}
 	} else {
 		if len(rest) == 0 {
-			return escPartial, out
+			return escPartial, out, 0
 		}
 		if d < e.min || rest[0] != e.term[0] {
-			return escFail, out
+			return escFail, out, 0
 		}
 		rest = rest[1:]
 	}
+	used := len(p) - len(rest)
 	switch e.unit {
 	case unitByte:
-		return escDone, append(out, byte(v))
+		return escDone, append(out, byte(v)), used
 	case unitUTF16:
 		if v >= 0xDC00 && v < 0xE000 {
-			return escFail, out // a low surrogate alone
+			return escFail, out, 0 // a low surrogate alone
 		}
 		if v >= 0xD800 && v < 0xDC00 {
 			// The low half must follow: \u and four hex digits.
 			lo := 0
 			for k := 0; k < 6; k++ {
 				if k == len(rest) {
-					return escPartial, out
+					return escPartial, out, 0
 				}
 				c := rest[k]
 				switch {
 				case k == 0 && c != '\\', k == 1 && c != 'u':
-					return escFail, out
+					return escFail, out, 0
 				case k >= 2:
 					x := digitVal(c, 16)
 					if x < 0 {
-						return escFail, out
+						return escFail, out, 0
 					}
 					lo = lo*16 + x
 				}
 			}
 			if lo < 0xDC00 || lo >= 0xE000 {
-				return escFail, out
+				return escFail, out, 0
 			}
 			v = 0x10000 + (v-0xD800)<<10 + (lo - 0xDC00)
+			used += 6
 		}
 	}
 	if v > utf8.MaxRune || v >= 0xD800 && v < 0xE000 {
-		return escFail, out
+		return escFail, out, 0
 	}
-	return escDone, utf8.AppendRune(out, rune(v))
+	return escDone, utf8.AppendRune(out, rune(v)), used
 }
 
 // decode tries the escapes of f in the mask live on the pending bytes p:
@@ -301,7 +304,7 @@ func (f *family) decode(p []byte, out []byte, live uint32) (escStatus, []byte, u
 	st := escFail
 	for m := live; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
-		switch s, o := f.escapes[i].parse(p, out); s {
+		switch s, o, _ := f.escapes[i].parse(p, out); s {
 		case escDone:
 			return escDone, o, live
 		case escPartial:
@@ -311,6 +314,24 @@ func (f *family) decode(p []byte, out []byte, live uint32) (escStatus, []byte, u
 		}
 	}
 	return st, out, live
+}
+
+// decodeWhole reads the escape that p begins, of those in the mask live,
+// as decode fed one byte at a time would: of the escapes complete within
+// p, the shortest, and of two as short the first in the family. It
+// returns the escape's length, 0 if none is complete, and out with what
+// the escape stands for appended.
+func (f *family) decodeWhole(p *[maxEscape]byte, live uint32, out []byte) (int, []byte) {
+	n := 0
+	var dec, tmp [utf8.UTFMax]byte
+	var d []byte
+	for m := live; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros32(m)
+		if st, o, w := f.escapes[i].parse(p[:], tmp[:0]); st == escDone && (n == 0 || w < n) {
+			n, d = w, dec[:copy(dec[:], o)]
+		}
+	}
+	return n, append(out, d...)
 }
 
 // starting returns the escapes of f that begin with b.

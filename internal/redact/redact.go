@@ -99,6 +99,16 @@ func lanesFor(secrets []string) []laneSpec {
 		for b := range ls.first {
 			ls.first[b] = f.starting(byte(b))
 		}
+		for i, e := range f.escapes {
+			for b := range ls.second {
+				if len(e.prefix) == 1 || e.prefix[1] == byte(b) {
+					ls.second[b] |= 1 << i
+				}
+			}
+			if len(e.prefix) == 1 && e.base == 0 {
+				ls.oneByte |= 1 << i
+			}
+		}
 		out = append(out, ls)
 	}
 	return out
