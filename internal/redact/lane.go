@@ -45,7 +45,8 @@ type lane struct {
 	fam   *family
 	kind  int
 	index uint8 // in Stream.lanes
-	// intro marks the bytes that may begin an escape or a run.
+	// intro marks the bytes that may begin an escape or a run; first,
+	// second and oneByte are the laneSpec's.
 	intro   *[256]bool
 	first   *[256]uint32
 	second  *[256]uint32
