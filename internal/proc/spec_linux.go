@@ -40,10 +40,14 @@ type Spec struct {
 
 // The spec crosses one pipe between two copies of the same binary, so it
 // needs no self-description: after a magic line and the length of the
-// rest, it is written as length-prefixed fields in a fixed order. (A cold
-// encoding/json decoder cost the guardian about half a millisecond of its
-// start, which the caller waits for; the length lets the guardian start
-// without waiting for the caller to close the pipe.)
+// rest, it is written as length-prefixed fields in a fixed order. The
+// fields are bytes, not text: an argv, an environment or a secret may
+// hold bytes that are not UTF-8, which encoding/json would replace with
+// U+FFFD, and the service must be given exactly what was asked. (It is
+// also quicker: 5 to 30 µs to decode in a fresh process, where
+// encoding/json takes 30 to 100, which is under 1% of a start. The length
+// lets the guardian start without waiting for the caller to close the
+// pipe.)
 const specMagic = "procmon-spec-3\n"
 
 // maxSpecBytes bounds what a guardian reads as its spec.
@@ -281,84 +285,33 @@ type handoff struct {
 	Error   *protocol.ErrorBody `json:"error,omitempty"`
 }
 
-// A running handoff crosses the pipe in binary too, so that the launcher,
-// a fresh process, spends no time building JSON decoders on the way to
-// its answer: runningMark, the length of the body, then the record's
-// fields that the answer holds. An error handoff is a line of JSON (it
-// starts with '{').
-const runningMark = 'R'
-
-// appendHandoff appends h as the guardian writes it.
+// appendHandoff appends h as the guardian writes it: one line of JSON.
+// (The running handoff was written in binary once; in a fresh launcher it
+// decoded in about 16 µs against 39 for JSON, medians of 25, which no
+// figure of the start can tell apart.)
 func appendHandoff(b []byte, h handoff) []byte {
-	if m := h.Monitor; m != nil && h.Error == nil {
-		var w binWriter
-		w.str(m.MonitorID)
-		w.str(m.RunID)
-		w.str(m.Name)
-		w.strs(m.Argv)
-		w.varint(m.CommandOrdinal)
-		w.varint(int64(m.PID))
-		w.varint(int64(m.PGID))
-		w.varint(m.StartedAtMs)
-		w.varint(m.OwnershipExpiresAtMs)
-		w.optional(m.WorkDeadlineMs)
-		b = append(b, runningMark)
-		b = binary.AppendUvarint(b, uint64(len(w.b)))
-		return append(b, w.b...)
-	}
 	data, _ := json.Marshal(h)
 	b = append(b, data...)
 	return append(b, '\n')
 }
 
 // readHandoff reads the guardian's one message. A pipe closed without one
-// is no handoff and no error.
+// is no handoff and no error; a message cut short is an error.
 func readHandoff(r *bufio.Reader) (handoff, error) {
-	first, err := r.Peek(1)
-	if err == io.EOF {
+	line, err := r.ReadSlice('\n')
+	switch {
+	case err == io.EOF && len(line) == 0:
 		return handoff{}, nil
-	}
-	if err != nil {
-		return handoff{}, err
-	}
-	if first[0] != runningMark {
-		line, err := r.ReadSlice('\n')
-		if err != nil && err != io.EOF {
-			return handoff{}, fmt.Errorf("handoff: %w", err)
-		}
-		var h handoff
-		if err := json.Unmarshal(line, &h); err != nil {
-			return handoff{}, fmt.Errorf("decode handoff: %w", err)
-		}
-		return h, nil
-	}
-	r.ReadByte()
-	n, err := binary.ReadUvarint(r)
-	if err != nil || n > maxSpecBytes {
+	case err == io.EOF:
 		return handoff{}, errors.New("handoff: truncated")
+	case err != nil:
+		return handoff{}, fmt.Errorf("handoff: %w", err)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return handoff{}, errors.New("handoff: truncated")
+	var h handoff
+	if err := json.Unmarshal(line, &h); err != nil {
+		return handoff{}, fmt.Errorf("decode handoff: %w", err)
 	}
-	br := binReader{d: body}
-	m := &state.Monitor{
-		MonitorID:            br.str(),
-		RunID:                br.str(),
-		Name:                 br.str(),
-		Argv:                 br.strs(),
-		CommandOrdinal:       br.varint(),
-		PID:                  int(br.varint()),
-		PGID:                 int(br.varint()),
-		StartedAtMs:          br.varint(),
-		OwnershipExpiresAtMs: br.varint(),
-		WorkDeadlineMs:       br.optional(),
-		Phase:                state.PhaseRunning,
-	}
-	if err := br.end("handoff"); err != nil {
-		return handoff{}, err
-	}
-	return handoff{Monitor: m}, nil
+	return h, nil
 }
 
 // DefaultDrainGraceMs is how long a group has between SIGTERM and SIGKILL
