@@ -27,34 +27,35 @@ func checksum(body []byte) string {
 	return strconv.FormatUint(xxhash.Sum64(body), 16)
 }
 
-// encodeRecord is v as a checksummed record of the given kind, one line.
-// A monitor record is encoded by AppendMonitorJSON, the rest by
-// encoding/json; the envelope, by appendEnvelope.
+// appendGenerated and decodeGenerated encode and decode the records as
+// encoding/json does, by code generated from their structs
+// (records_json_linux.go, whose header says what that saves; go generate
+// writes it again). Without that file, every record goes through
+// encoding/json alone.
+var (
+	appendGenerated = func(b []byte, v any) ([]byte, bool) { return b, false }
+	decodeGenerated = func(data []byte, v any) bool { return false }
+)
+
+// encodeRecord is v as a checksummed record of the given kind, one line,
+// as json.Marshal writes it.
 func encodeRecord(kind string, v any) ([]byte, error) {
-	var body []byte
-	if m, ok := v.(*Monitor); ok {
-		body = AppendMonitorJSON(make([]byte, 0, 1024), m)
-	} else {
+	body, ok := appendGenerated(make([]byte, 0, 1024), v)
+	if !ok {
 		var err error
 		if body, err = json.Marshal(v); err != nil {
 			return nil, fmt.Errorf("encode %s: %w", kind, err)
 		}
 	}
-	return appendEnvelope(make([]byte, 0, len(body)+128), kind, body), nil
-}
-
-// appendEnvelope appends the one-line record of a body already encoded
-// (compact JSON), as json.Marshal encodes an envelope, and a newline.
-func appendEnvelope(b []byte, kind string, body []byte) []byte {
-	b = append(b, `{"schema":`...)
-	b = strconv.AppendInt(b, SchemaVersion, 10)
-	b = append(b, `,"kind":`...)
-	b = protocol.AppendString(b, kind, true)
-	b = append(b, `,"checksum":`...)
-	b = protocol.AppendString(b, checksum(body), true)
-	b = append(b, `,"body":`...)
-	b = append(b, body...)
-	return append(b, "}\n"...)
+	env := envelope{Schema: SchemaVersion, Kind: kind, Checksum: checksum(body), Body: body}
+	data, ok := appendGenerated(make([]byte, 0, len(body)+128), &env)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(&env); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", kind, err)
+		}
+	}
+	return append(data, '\n'), nil
 }
 
 // writeRecord stores v as a checksummed record of the given kind at
@@ -79,12 +80,15 @@ func readRecord(root, dir, name, kind string, v any) error {
 	return decodeRecord(filepath.Join(dir, name), kind, data, v)
 }
 
+// decodeRecord reads data, a record of the given kind, into v, a new
+// value, as encoding/json reads it: decodeGenerated reads what the
+// writers write, encoding/json whatever else.
 func decodeRecord(path, kind string, data []byte, v any) error {
 	corrupt := func(why string) error {
 		return protocol.Errorf(protocol.CodeStateCorrupt, "%s record %s is damaged (%s); it is not trusted. Inspect or remove it by hand", kind, path, why).With("path", path)
 	}
-	env, ok := parseEnvelope(data)
-	if !ok {
+	var env envelope
+	if !decodeGenerated(data, &env) {
 		if err := json.Unmarshal(data, &env); err != nil {
 			return corrupt("not valid JSON: " + err.Error())
 		}
@@ -98,7 +102,7 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 	if env.Checksum != checksum(env.Body) {
 		return corrupt("checksum mismatch")
 	}
-	if r, ok := v.(*Run); ok && decodeRunFast(env.Body, r) {
+	if decodeGenerated(env.Body, v) {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(env.Body))

@@ -189,10 +189,13 @@ func (d *Dir) CreateMonitorDir(id string, maker Maker) (err error) {
 	if err != nil {
 		return fmt.Errorf("create the first record's temp file: %w", err)
 	}
-	data, err := json.Marshal(maker)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("encode the monitor directory's maker: %w", err)
+	data, ok := appendGenerated(nil, &maker)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(&maker); err != nil {
+			f.Close()
+			return fmt.Errorf("encode the monitor directory's maker: %w", err)
+		}
 	}
 	data = append(data, bytes.Repeat([]byte{'\n'}, firstRecordSize-len(data))...)
 	_, err = f.Write(data)
@@ -223,7 +226,7 @@ func (d *Dir) LoadMaker(id string) (*Maker, error) {
 	}
 	line, _, _ := bytes.Cut(data, []byte{'\n'})
 	var mk Maker
-	if json.Unmarshal(line, &mk) == nil && mk.GuardianPID > 1 {
+	if (decodeGenerated(line, &mk) || json.Unmarshal(line, &mk) == nil) && mk.GuardianPID > 1 {
 		return &mk, nil
 	}
 	var m Monitor

@@ -50,9 +50,9 @@ func BenchmarkRecord(b *testing.B) {
 	for _, receipt := range []bool{false, true} {
 		m := benchMonitor(receipt)
 		name := fmt.Sprintf("receipt=%v", receipt)
-		b.Run("monitor-encode-hand/"+name, func(b *testing.B) {
+		b.Run("monitor-encode-fast/"+name, func(b *testing.B) {
 			for b.Loop() {
-				AppendMonitorJSON(make([]byte, 0, 1024), m)
+				appendGenerated(make([]byte, 0, 1024), m)
 			}
 		})
 		b.Run("monitor-encode-json/"+name, func(b *testing.B) {
@@ -60,14 +60,17 @@ func BenchmarkRecord(b *testing.B) {
 				json.Marshal(m)
 			}
 		})
-		data, err := encodeRecord("monitor", m)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run("monitor-decode/"+name, func(b *testing.B) {
+		body, _ := json.Marshal(m)
+		b.Run("monitor-decode-fast/"+name, func(b *testing.B) {
 			for b.Loop() {
-				var back Monitor
-				if err := decodeRecord("record.json", "monitor", data, &back); err != nil {
+				if !decodeGenerated(body, &Monitor{}) {
+					b.Fatal("not taken")
+				}
+			}
+		})
+		b.Run("monitor-decode-json/"+name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := strictDecode(body, &Monitor{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -76,23 +79,22 @@ func BenchmarkRecord(b *testing.B) {
 	body := []byte(benchRunBody)
 	b.Run("run-decode-fast", func(b *testing.B) {
 		for b.Loop() {
-			var r Run
-			if !decodeRunFast(body, &r) {
+			if !decodeGenerated(body, &Run{}) {
 				b.Fatal("not taken")
 			}
 		}
 	})
 	b.Run("run-decode-json", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := strictRun(body); err != nil {
+			if _, err := strictDecode(body, &Run{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	env := appendEnvelope(nil, "run", body)
+	env, _ := encodeRecord("run", json.RawMessage(body))
 	b.Run("envelope-parse-fast", func(b *testing.B) {
 		for b.Loop() {
-			parseEnvelope(env)
+			decodeGenerated(env, &envelope{})
 		}
 	})
 	b.Run("envelope-parse-json", func(b *testing.B) {
@@ -117,7 +119,7 @@ func TestColdRecordCost(t *testing.T) {
 	if runs == 0 {
 		t.Skip("set PROCMON_COLD_RUNS to measure")
 	}
-	for _, c := range []string{"monitor-encode-hand", "monitor-encode-json", "monitor-decode",
+	for _, c := range []string{"monitor-encode-fast", "monitor-encode-json", "monitor-decode-fast", "monitor-decode-json",
 		"run-decode-fast", "run-decode-json", "envelope-parse-fast", "envelope-parse-json"} {
 		var ns []int
 		for range runs {
@@ -142,35 +144,36 @@ func TestColdRecordCost(t *testing.T) {
 }
 
 func coldCase(t *testing.T, c string) time.Duration {
-	// Nothing here touches encoding/json before the clock starts.
+	// Nothing here touches encoding/json or the fast codec before the
+	// clock starts.
 	m := benchMonitor(false)
-	monitorBody := AppendMonitorJSON(nil, m)
+	monitorBody := []byte(benchMonitorBody)
 	runBody := []byte(benchRunBody)
-	env := appendEnvelope(nil, "run", runBody)
+	env := []byte(`{"schema":1,"kind":"run","checksum":"0","body":` + benchRunBody + "}\n")
 	start := time.Now()
 	switch c {
-	case "monitor-encode-hand":
-		AppendMonitorJSON(make([]byte, 0, 1024), m)
+	case "monitor-encode-fast":
+		appendGenerated(make([]byte, 0, 1024), m)
 	case "monitor-encode-json":
 		json.Marshal(m)
-	case "monitor-decode":
-		var back Monitor
-		dec := json.NewDecoder(bytes.NewReader(monitorBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&back); err != nil {
+	case "monitor-decode-fast":
+		if !decodeGenerated(monitorBody, &Monitor{}) {
+			t.Fatal("not taken")
+		}
+	case "monitor-decode-json":
+		if _, err := strictDecode(monitorBody, &Monitor{}); err != nil {
 			t.Fatal(err)
 		}
 	case "run-decode-fast":
-		var r Run
-		if !decodeRunFast(runBody, &r) {
+		if !decodeGenerated(runBody, &Run{}) {
 			t.Fatal("not taken")
 		}
 	case "run-decode-json":
-		if _, err := strictRun(runBody); err != nil {
+		if _, err := strictDecode(runBody, &Run{}); err != nil {
 			t.Fatal(err)
 		}
 	case "envelope-parse-fast":
-		parseEnvelope(env)
+		decodeGenerated(env, &envelope{})
 	case "envelope-parse-json":
 		var e envelope
 		json.Unmarshal(env, &e)
@@ -180,12 +183,19 @@ func coldCase(t *testing.T, c string) time.Duration {
 	return time.Since(start)
 }
 
+// benchMonitorBody is benchMonitor(false) as json.Marshal writes it
+// (TestBenchBodies).
+const benchMonitorBody = `{"monitor_id":"m_0k2v7x3q9d1c8b5n4m6z","run_id":"r_8f3k2m9x0q7w1e5r6t4y","name":"web","argv":["python3","-m","http.server","8000","--bind","127.0.0.1"],"cwd":"/home/user/src/project","command_ordinal":3,"boot_id":"6b1d8a6e-5f0c-4c1e-9a51-3f9e2c7d4b10","pid":412345,"pgid":412345,"child_start_ticks":98765432,"guardian_pid":412340,"guardian_start_ticks":98765430,"admitted_at_ms":1796041791674,"started_at_ms":1796041791680,"heartbeat_seq":12,"ownership_expires_at_ms":1796041821680,"owner_grace_ms":30000,"work_deadline_ms":1796041821674,"max_output_bytes":1000000,"phase":"running","captured_bytes":18231,"log_bytes":18231}`
+
 // benchRunBody is benchRun as json.Marshal writes it
-// (TestBenchRunBody).
+// (TestBenchBodies).
 const benchRunBody = `{"run_id":"r_8f3k2m9x0q7w1e5r6t4y","created_at_ms":1796041791000,"policy":{"sandbox":{"mode":"host","process_monitor":true,"work_duration":{"protocol":"forge-work-duration-v2","timeout_seconds":null},"monitor_owner_grace_seconds":30,"monitor_timeout_seconds":null,"max_output_bytes":1000000,"command_limit":20}},"tools":["start_process","wait_process","process_status","process_logs","cancel_process","execute_command"],"native_checkpoints":false,"owner":{"pid":41000,"start_ticks":98700000}}`
 
-func TestBenchRunBody(t *testing.T) {
+func TestBenchBodies(t *testing.T) {
 	if data, _ := json.Marshal(benchRun()); string(data) != benchRunBody {
 		t.Fatalf("benchRunBody is out of date: %s", data)
+	}
+	if data, _ := json.Marshal(benchMonitor(false)); string(data) != benchMonitorBody {
+		t.Fatalf("benchMonitorBody is out of date: %s", data)
 	}
 }
