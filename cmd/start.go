@@ -4,7 +4,6 @@ package cmd
 
 import (
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,40 +36,6 @@ type startResponse struct {
 	OwnershipExpiresAtMs int64    `json:"ownership_expires_at_ms"`
 	WorkDeadlineMs       *int64   `json:"work_deadline_ms"`
 	Warnings             []string `json:"warnings,omitempty"`
-}
-
-// AppendJSON encodes the answer to start by hand (see
-// protocol.JSONAppender): it is written on the way out of every start.
-func (r *startResponse) AppendJSON(b []byte) []byte {
-	b = append(b, `{"monitor_id":`...)
-	b = protocol.AppendString(b, r.MonitorID, false)
-	b = append(b, `,"run_id":`...)
-	b = protocol.AppendString(b, r.RunID, false)
-	if r.Name != "" {
-		b = append(b, `,"name":`...)
-		b = protocol.AppendString(b, r.Name, false)
-	}
-	b = append(b, `,"status":`...)
-	b = protocol.AppendString(b, r.Status, false)
-	b = append(b, `,"command_ordinal":`...)
-	b = strconv.AppendInt(b, r.CommandOrdinal, 10)
-	b = append(b, `,"pid":`...)
-	b = strconv.AppendInt(b, int64(r.PID), 10)
-	b = append(b, `,"pgid":`...)
-	b = strconv.AppendInt(b, int64(r.PGID), 10)
-	b = append(b, `,"argv":`...)
-	b = protocol.AppendStrings(b, r.Argv, false)
-	b = append(b, `,"started_at_ms":`...)
-	b = strconv.AppendInt(b, r.StartedAtMs, 10)
-	b = append(b, `,"ownership_expires_at_ms":`...)
-	b = strconv.AppendInt(b, r.OwnershipExpiresAtMs, 10)
-	b = append(b, `,"work_deadline_ms":`...)
-	b = protocol.AppendOptionalInt(b, r.WorkDeadlineMs)
-	if len(r.Warnings) > 0 {
-		b = append(b, `,"warnings":`...)
-		b = protocol.AppendStrings(b, r.Warnings, false)
-	}
-	return append(b, '}')
 }
 
 func newStartCmd(env *Env, g *globals) *cobra.Command {

@@ -109,18 +109,6 @@ func typeName(goType string) string {
 
 // WriteJSON writes v as one JSON object and a newline, without HTML escaping.
 func WriteJSON(w io.Writer, v any, pretty bool) error {
-	if a, ok := v.(JSONAppender); ok {
-		data := a.AppendJSON(make([]byte, 0, 1024))
-		if pretty {
-			var buf bytes.Buffer
-			if err := json.Indent(&buf, data, "", "  "); err != nil {
-				return err
-			}
-			data = buf.Bytes()
-		}
-		_, err := w.Write(append(data, '\n'))
-		return err
-	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	if pretty {

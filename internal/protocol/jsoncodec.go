@@ -45,6 +45,61 @@ func AppendUint[U ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64](b []byte, v U) [
 	return strconv.AppendUint(b, uint64(v), 10)
 }
 
+// AppendString appends s quoted with encoding/json's escaping: the short
+// escapes it knows, \u00XX for other control bytes (and, with escapeHTML,
+// for '<', '>' and '&'), \ufffd for each byte of invalid UTF-8, and
+// \u2028 and \u2029 escaped.
+func AppendString(b []byte, s string, escapeHTML bool) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	from := 0 // s[from:i] is still to be copied as it is
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || c != '<' && c != '>' && c != '&') {
+				i++
+				continue
+			}
+			b = append(b, s[from:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, `\b`...)
+			case '\f':
+				b = append(b, `\f`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			from = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[from:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[from:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		from = i
+	}
+	b = append(b, s[from:]...)
+	return append(b, '"')
+}
+
 // DecodeJSON decodes data, one JSON value, into *v with decode, made by
 // the generator, and reports whether it did. It takes only the form the
 // generated encoders write (keys as the tags spell them, no escape in a

@@ -7,9 +7,74 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"procmon/internal/protocol/jsongen"
 )
+
+// awkward are strings on every branch of encoding/json's string escaping.
+var awkward = []string{
+	"", "plain", `quote " and \ backslash`, "<script>&amp;</script>",
+	"\b\f\n\r\t", "\x00\x01\x1f\x7f", "é漢字🙂", "\u2028line\u2029para",
+	"bad \xff\xfe utf-8", "\xe6\x97", "tail\xe2\x80", string([]byte{0xed, 0xa0, 0x80}),
+}
+
+// encodeString is s as encoding/json writes it, with or without HTML
+// escaping (json.Marshal escapes; WriteJSON's encoder does not).
+func encodeString(t *testing.T, s string, escapeHTML bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(escapeHTML)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var cases []string
+	cases = append(cases, awkward...)
+	for c := range 256 { // every byte alone, and inside text
+		cases = append(cases, string(rune(c)), string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")
+	}
+	for _, c := range []rune{0x7ff, 0x800, 0xffff, 0x10000, 0x10ffff, 0xfffd, 0x2027, 0x202a} {
+		cases = append(cases, string(c)+"x")
+	}
+	for range 20000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		cases = append(cases, string(b))
+	}
+	for _, escapeHTML := range []bool{true, false} {
+		for _, s := range cases {
+			want := encodeString(t, s, escapeHTML)
+			if got := AppendString(nil, s, escapeHTML); !bytes.Equal(got, want) {
+				t.Fatalf("%q (escapeHTML %v):\n got %s\nwant %s", s, escapeHTML, got, want)
+			}
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range awkward {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, escapeHTML bool) {
+		want := encodeString(t, s, escapeHTML)
+		got := AppendString(nil, s, escapeHTML)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
+		}
+		if !utf8.Valid(got) {
+			t.Fatalf("%q encodes to invalid UTF-8 %q", s, got)
+		}
+	})
+}
 
 // sample has a field of every kind the generated code takes.
 type sample struct {
