@@ -1,0 +1,88 @@
+//go:build linux
+
+package cmd
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"procmon/internal/proc"
+	"procmon/internal/state"
+)
+
+// hiddenMonitorFields are the fields of a monitor record that status and
+// list leave out, and why. Every other field is shown under its record
+// name with its record value.
+var hiddenMonitorFields = map[string]string{
+	"boot_id":              "custody evidence, judged into status",
+	"child_start_ticks":    "custody evidence, judged into status",
+	"guardian_pid":         "custody evidence, judged into status",
+	"guardian_start_ticks": "custody evidence, judged into status",
+	"admitted_at_ms":       "internal: the start of the work deadline",
+	"owner_grace_ms":       "internal: the length of the ownership window",
+	"max_output_bytes":     "the run's policy, shown by run show",
+	"phase":                "judged into status",
+}
+
+// The view is the record's third spelling after the struct and its
+// encodings: this holds it to the record, so that a field added to
+// state.Monitor is shown as it is stored or named above, never dropped
+// unnoticed.
+func TestMonitorViewShowsTheRecord(t *testing.T) {
+	code, sig, exited, deadline, limit := 3, "SIGTERM", int64(90), int64(80), int64(70)
+	m := &state.Monitor{
+		MonitorID: "m_0123456789abcdefghij", RunID: "r_0123456789abcdefghij", Name: "web",
+		Argv: []string{"a", "b"}, Cwd: "/w", CommandOrdinal: 1, BootID: "boot", PID: 2, PGID: 3,
+		ChildStartTicks: 4, GuardianPID: 5, GuardianStartTicks: 6, AdmittedAtMs: 7, StartedAtMs: 8,
+		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnerGraceMs: 11, WorkDeadlineMs: &deadline,
+		MaxOutputBytes: &limit, Phase: state.PhaseTerminal, CapturedBytes: 12, LogBytes: 13,
+		LogError: "full", LogBytesLost: 14,
+		Receipt: &state.Receipt{
+			Status: state.StatusExited, Reason: "exited", ExitCode: &code, Signal: &sig,
+			Signals:            []state.SignalEvent{{Signal: "SIGTERM", AtMs: 15, Targets: 1}},
+			GroupEmptyVerified: true, OutputDrained: true, Containment: state.ContainmentComplete,
+			Escaped: []int{16}, KillUnconfirmed: []int{17}, Custody: state.CustodyGuardian,
+			ExitedAtMs: &exited, FinishedAtMs: 18,
+		},
+	}
+	record, view := asObject(t, m), asObject(t, viewOf(&proc.Observation{Monitor: m, Status: state.StatusExited}))
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[state.Monitor]()) {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); record[name] == nil {
+			t.Fatalf("the test record leaves %s empty: give it a value", name)
+		}
+	}
+	for name, v := range record {
+		if reflect.ValueOf(v).IsZero() {
+			t.Fatalf("the test record leaves %s empty: give it a value", name)
+		}
+		if _, hidden := hiddenMonitorFields[name]; hidden {
+			if _, shown := view[name]; shown {
+				t.Errorf("%s is listed as hidden but shown", name)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(view[name], v) {
+			t.Errorf("record field %s is shown as %v, want %v (or list it in hiddenMonitorFields)", name, view[name], v)
+		}
+	}
+	for name := range hiddenMonitorFields {
+		if _, ok := record[name]; !ok {
+			t.Errorf("hiddenMonitorFields names %s, which the record does not have", name)
+		}
+	}
+}
+
+func asObject(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
