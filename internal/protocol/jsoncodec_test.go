@@ -121,7 +121,7 @@ var sampleJSON = jsongen.Spec{
 	Encode: []reflect.Type{reflect.TypeFor[sample]()}, Decode: []reflect.Type{reflect.TypeFor[sample]()},
 }
 
-//go:generate env PROCMON_UPDATE_GENERATED=1 go test -run TestGeneratedJSONIsCurrent .
+//go:generate env PROCMON_UPDATE=1 go test -run TestGeneratedJSONIsCurrent .
 
 func TestGeneratedJSONIsCurrent(t *testing.T) { jsongen.Check(t, sampleJSON) }
 

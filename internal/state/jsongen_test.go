@@ -32,6 +32,6 @@ var recordTypes = []reflect.Type{
 	reflect.TypeFor[budget](), reflect.TypeFor[Maker](), reflect.TypeFor[envelope](),
 }
 
-//go:generate env PROCMON_UPDATE_GENERATED=1 go test -run TestGeneratedJSONIsCurrent .
+//go:generate env PROCMON_UPDATE=1 go test -run TestGeneratedJSONIsCurrent .
 
 func TestGeneratedJSONIsCurrent(t *testing.T) { jsongen.Check(t, recordJSON) }

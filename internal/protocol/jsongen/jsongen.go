@@ -43,10 +43,10 @@ type Spec struct {
 
 // UpdateEnv names the environment variable that makes Check write the
 // files instead of comparing them.
-const UpdateEnv = "PROCMON_UPDATE_GENERATED"
+const UpdateEnv = "PROCMON_UPDATE"
 
 // Check fails t unless the file of s holds what Generate writes now;
-// with $PROCMON_UPDATE_GENERATED=1 it writes the file instead.
+// with $PROCMON_UPDATE=1 (as every golden file of the module) it writes the file instead.
 func Check(t testing.TB, s Spec) {
 	t.Helper()
 	want, err := Generate(s)
