@@ -285,33 +285,85 @@ type handoff struct {
 	Error   *protocol.ErrorBody `json:"error,omitempty"`
 }
 
-// appendHandoff appends h as the guardian writes it: one line of JSON.
-// (The running handoff was written in binary once; in a fresh launcher it
-// decoded in about 16 µs against 39 for JSON, medians of 25, which no
-// figure of the start can tell apart.)
+// A running handoff crosses the pipe in binary too, so that neither the
+// guardian nor the launcher, each a fresh process, builds a JSON codec
+// for the record on the way to the answer: runningMark, the length of
+// the body, then the record's fields that the answer holds. A line of
+// JSON instead took a start from 8.9 to 9.8 ms (medians of 100,
+// interleaved). An error handoff is a line of JSON (it starts with '{').
+const runningMark = 'R'
+
+// appendHandoff appends h as the guardian writes it.
 func appendHandoff(b []byte, h handoff) []byte {
+	if m := h.Monitor; m != nil && h.Error == nil {
+		var w binWriter
+		w.str(m.MonitorID)
+		w.str(m.RunID)
+		w.str(m.Name)
+		w.strs(m.Argv)
+		w.varint(m.CommandOrdinal)
+		w.varint(int64(m.PID))
+		w.varint(int64(m.PGID))
+		w.varint(m.StartedAtMs)
+		w.varint(m.OwnershipExpiresAtMs)
+		w.optional(m.WorkDeadlineMs)
+		b = append(b, runningMark)
+		b = binary.AppendUvarint(b, uint64(len(w.b)))
+		return append(b, w.b...)
+	}
 	data, _ := json.Marshal(h)
 	b = append(b, data...)
 	return append(b, '\n')
 }
 
 // readHandoff reads the guardian's one message. A pipe closed without one
-// is no handoff and no error; a message cut short is an error.
+// is no handoff and no error.
 func readHandoff(r *bufio.Reader) (handoff, error) {
-	line, err := r.ReadSlice('\n')
-	switch {
-	case err == io.EOF && len(line) == 0:
+	first, err := r.Peek(1)
+	if err == io.EOF {
 		return handoff{}, nil
-	case err == io.EOF:
+	}
+	if err != nil {
+		return handoff{}, err
+	}
+	if first[0] != runningMark {
+		line, err := r.ReadSlice('\n')
+		if err != nil && err != io.EOF {
+			return handoff{}, fmt.Errorf("handoff: %w", err)
+		}
+		var h handoff
+		if err := json.Unmarshal(line, &h); err != nil {
+			return handoff{}, fmt.Errorf("decode handoff: %w", err)
+		}
+		return h, nil
+	}
+	r.ReadByte()
+	n, err := binary.ReadUvarint(r)
+	if err != nil || n > maxSpecBytes {
 		return handoff{}, errors.New("handoff: truncated")
-	case err != nil:
-		return handoff{}, fmt.Errorf("handoff: %w", err)
 	}
-	var h handoff
-	if err := json.Unmarshal(line, &h); err != nil {
-		return handoff{}, fmt.Errorf("decode handoff: %w", err)
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return handoff{}, errors.New("handoff: truncated")
 	}
-	return h, nil
+	br := binReader{d: body}
+	m := &state.Monitor{
+		MonitorID:            br.str(),
+		RunID:                br.str(),
+		Name:                 br.str(),
+		Argv:                 br.strs(),
+		CommandOrdinal:       br.varint(),
+		PID:                  int(br.varint()),
+		PGID:                 int(br.varint()),
+		StartedAtMs:          br.varint(),
+		OwnershipExpiresAtMs: br.varint(),
+		WorkDeadlineMs:       br.optional(),
+		Phase:                state.PhaseRunning,
+	}
+	if err := br.end("handoff"); err != nil {
+		return handoff{}, err
+	}
+	return handoff{Monitor: m}, nil
 }
 
 // DefaultDrainGraceMs is how long a group has between SIGTERM and SIGKILL

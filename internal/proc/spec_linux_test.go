@@ -135,7 +135,7 @@ func TestReadSpecNeedsNoEOF(t *testing.T) {
 }
 
 // A handoff reads back as written: the running record's fields the
-// launcher answers with, or the error, as one line of JSON; a
+// launcher answers with (in binary), or the error (a line of JSON); a
 // running handoff cut short is an error, and nothing at all is no handoff.
 func TestHandoffRoundTrip(t *testing.T) {
 	running := &state.Monitor{
