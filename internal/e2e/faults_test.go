@@ -487,6 +487,40 @@ func TestFaultsDrainPoints(t *testing.T) {
 	}
 }
 
+// TestFaultsDrainStall stops a guardian just after it signalled its
+// group, before it records that it is draining (a drain records that only
+// once it has run 20 ms), past its ownership window, then lets it go:
+// meanwhile the monitor needs reconciliation, never running again, and
+// the cancel waiting on it answers no receipt the guardian did not write;
+// resumed, the guardian finishes the drain and its receipt proves the
+// group empty.
+func TestFaultsDrainStall(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	id, m := l.startMonitor("guardian:mid_drain", leakyService...)
+	end := l.background(l.command("", "cancel", "--grace", "1", id))
+	if err := awaitStopped(m.GuardianPID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a guardian stopped in its drain still holds custody after %v", patience)
+		}
+	}
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	r, exited := end()
+	if !exited {
+		t.Fatal("the cancel was killed")
+	}
+	if code := r.Get("error.code").String(); code != "" && code != string(protocol.CodeNeedsReconciliation) {
+		t.Fatalf("cancel of a monitor whose guardian stalled in its drain answered %s", r.Raw)
+	}
+	final := l.awaitReceipt(id)
+	if final.Get("status").String() != state.StatusCancelled || !final.Get("receipt.group_empty_verified").Bool() {
+		t.Fatalf("receipt of a guardian resumed in its drain: %s", final.Raw)
+	}
+	l.settle()
+}
+
 // TestFaultsRandom kills, at a random moment, a start, its guardian, a
 // cancel, or a guardian while it drains, round after round.
 func TestFaultsRandom(t *testing.T) {
