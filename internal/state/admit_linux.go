@@ -135,12 +135,15 @@ func (d *Dir) Admit(runID, tool string, nowMs int64, ownerAlive func(Owner) bool
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and takes no more commands", run.RunID).With("run_id", run.RunID)
 	}
 	if o := run.Owner; o != nil && !ownerAlive(*o) {
-		d.UpdateRun(run.RunID, func(r *Run) error {
+		_, err := d.UpdateRun(run.RunID, func(r *Run) error {
 			if r.EndedAtMs == nil {
 				r.EndedAtMs, r.EndReason = &nowMs, "owner_exited"
 			}
 			return nil
 		})
+		if err != nil {
+			return nil, err
+		}
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited", run.RunID, o.PID).With("run_id", run.RunID)
 	}
 	return run, nil
