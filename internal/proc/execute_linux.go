@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"procmon/internal/protocol"
-	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -70,7 +69,7 @@ func Execute(ctx context.Context, dir *state.Dir, req ExecRequest) (*Executed, e
 		timeout = *req.TimeoutSeconds
 	}
 	env := req.Environ()
-	secrets, warnings := redact.Secrets(env, req.Secrets, append(append([]string(nil), req.SecretEnv...), run.Policy.SecretEnv...))
+	secrets, warnings := req.secrets(env, run)
 	sb := run.Policy.Sandbox
 	spec := ExecSpec{
 		Argv:           req.Argv,

@@ -131,6 +131,14 @@ func (c *Command) Environ() []string {
 	return out
 }
 
+// secrets are what the output of the command, run with env in run, is
+// redacted of, and warnings about secret-looking variables left alone
+// (see redact.Secrets): the request's secrets, and the variables the
+// request or the run's settings name as secret or that look secret.
+func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []string) {
+	return redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
+}
+
 // ownerAlive reports whether a run's owner is the process it was bound to.
 func ownerAlive(o state.Owner) bool { return Matches(o.PID, o.StartTicks) }
 
@@ -159,7 +167,7 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 		return nil, nil, err
 	}
 	env := req.Environ()
-	secrets, warnings := redact.Secrets(env, req.Secrets, append(append([]string(nil), req.SecretEnv...), run.Policy.SecretEnv...))
+	secrets, warnings := req.secrets(env, run)
 	sb := run.Policy.Sandbox
 	spec := Spec{
 		StateDir:       dir.Path,
