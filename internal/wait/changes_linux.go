@@ -13,7 +13,8 @@ import (
 // arrive while one is pending merge into it.
 type Changes struct {
 	// C receives a notice after each change. It is closed when watching
-	// failed (Err says why) or the Changes were closed.
+	// failed (Err says why), when the context WatchChanges was given
+	// ended, or when the Changes were closed (Err is nil for both).
 	C <-chan struct{}
 
 	err    error // set before C is closed

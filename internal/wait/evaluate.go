@@ -271,6 +271,11 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 			return Evidence{}, ctx.Err()
 		case _, ok := <-changes.C:
 			if !ok {
+				// Closed because ctx ended (the select may see that
+				// first), or because watching failed.
+				if err := ctx.Err(); err != nil {
+					return Evidence{}, err
+				}
 				return Evidence{}, changes.Err()
 			}
 		case _, ok := <-fileEvents:
