@@ -32,17 +32,29 @@ func advice(pe *protocol.Error) string {
 	case protocol.CodeUnknownRun:
 		return "create one with: procmon run new"
 	case protocol.CodeRunEnded:
-		return "create a new one with: procmon run new"
+		return "create a new one with procmon run new, and select it with --run ID or PROCMON_RUN=ID"
 	case protocol.CodeCommandBudgetExhausted:
-		return "start a new run (procmon run new) for more"
+		return "for more, create a new run with procmon run new, and select it with --run ID or PROCMON_RUN=ID"
 	case protocol.CodeMonitorsDisabled:
+		if detail("run_id") != "" {
+			// The run froze the settings of its creation.
+			return "create a new run with procmon run new, and select it with --run ID or PROCMON_RUN=ID"
+		}
 		return "enable them with: procmon configure --enable"
 	case protocol.CodeToolNotAllowed:
-		return "create a run that allows it with: procmon run new --tools ..."
+		return "create a run that allows it with procmon run new (without --tools, every tool), and select it with --run ID or PROCMON_RUN=ID"
 	case protocol.CodeCheckpointsIncompat:
 		return "create a run without --native-checkpoints"
 	case protocol.CodeNeedsReconciliation:
-		if id := detail("monitor_id"); id != "" {
+		id := detail("monitor_id")
+		switch detail("status") {
+		case "", "needs_reconciliation", "running", "settling":
+		default:
+			// A dependency that has ended (exec's depends_on): nothing
+			// to reconcile.
+			return "it has ended: start it again, then retry"
+		}
+		if id != "" {
 			return "inspect it with procmon status " + id + ", then run: procmon reconcile " + id
 		}
 	case protocol.CodeStateUnsafe, protocol.CodeStateCorrupt:

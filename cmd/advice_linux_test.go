@@ -78,6 +78,10 @@ func TestAdvise(t *testing.T) {
 		{protocol.Errorf(protocol.CodeInternal, "boom"), "boom"},
 		{protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended; see procmon run show"), "run r_x has ended; see procmon run show"},
 		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), "process monitors are disabled (x); enable them with: procmon configure --enable"},
+		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (run r_x was created while they were off)").With("run_id", "r_x"),
+			"process monitors are disabled (run r_x was created while they were off); create a new run with procmon run new, and select it with --run ID or PROCMON_RUN=ID"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"),
+			"exec depends on monitor m_x, which is not running; it has ended: start it again, then retry"},
 	} {
 		advise(c.err)
 		if c.err.Message != c.want {

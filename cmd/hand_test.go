@@ -102,12 +102,19 @@ func TestResolveMonitorArg(t *testing.T) {
 		{"bbbb", "m_bbbb000000000000000000000c", ""},
 		{"m_aaaa000000000000000000000b", "m_aaaa000000000000000000000b", ""},
 		{"m_aaaa", "", "invalid_request"}, // two ids start so
-		{"m_zz", "m_zz", ""},              // no match: as given, for the command to refuse
+		{"m_zz", "", "unknown_monitor"},   // an id's start that matches none
+		{"zz", "zz", ""},                  // no match, and maybe no id: as given, for the command to refuse
 		{"../etc", "../etc", ""},          // no id at all: likewise
 		{"m_", "m_", ""},
 	}
 	for _, tc := range cases {
 		got, err := resolveMonitorArg(env, tc.arg)
+		if tc.code == "unknown_monitor" {
+			if !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+				t.Errorf("resolveMonitorArg(%q) = %q, %v; want unknown_monitor", tc.arg, got, err)
+			}
+			continue
+		}
 		if tc.code != "" {
 			if !protocol.HasCode(err, protocol.Code(tc.code)) || !strings.Contains(err.Error(), "m_aaaa000000000000000000000a") {
 				t.Errorf("resolveMonitorArg(%q) = %q, %v; want %s listing the candidates", tc.arg, got, err, tc.code)

@@ -165,14 +165,10 @@ func viewExec(b *strings.Builder, p palette, r *execResponse) {
 }
 
 // reportError is the person's view of an error: one line on stderr that
-// says what happened and what to do next (see advise; a usage error
-// points to the help).
+// says what happened and what to do next (see advise).
 func reportError(env *Env, pe *protocol.Error) {
 	p := colours(env, env.Stderr)
 	msg := strings.Join(strings.Fields(pe.Message), " ")
-	if !strings.Contains(msg, "procmon ") && (pe.Code == protocol.CodeInvalidRequest || pe.Code == protocol.CodeInvalidCondition) {
-		msg += "; see procmon --help"
-	}
 	fmt.Fprintf(env.Stderr, "%s %s %s\n", p.red("procmon:"), msg, p.dim("("+string(pe.Code)+")"))
 }
 

@@ -47,9 +47,11 @@ func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, er
 }
 
 // resolveMonitorArg turns a unique id prefix ("m_3kq9", or "3kq9") into
-// the id. An exact id, or anything that matches no monitor, is returned
-// as it is, so the command answers for it exactly as it always has
-// (unknown_monitor, or invalid_request for what is no id at all).
+// the id. An "m_" prefix that matches no monitor is unknown_monitor, as
+// an exact id would be. An exact id, or anything else that matches no
+// monitor, is returned as it is, so the command answers for it exactly
+// as it always has (unknown_monitor, or invalid_request for what is no
+// id at all).
 func resolveMonitorArg(env *Env, arg string) (string, error) {
 	if state.ValidMonitorID(arg) == nil || !idPrefixLike(arg) {
 		return arg, nil
@@ -68,6 +70,9 @@ func resolveMonitorArg(env *Env, arg string) (string, error) {
 	}
 	switch len(matches) {
 	case 0:
+		if strings.HasPrefix(arg, "m_") && len(arg) > len("m_") {
+			return "", protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor id in %s starts with %q", path, arg).With("monitor_id", arg)
+		}
 		return arg, nil
 	case 1:
 		return matches[0], nil

@@ -105,7 +105,7 @@ func contains(list []string, s string) bool {
 // foreground command, ExecTool, is no monitor).
 func (r *Run) Grants(tool string) error {
 	if !r.Policy.Sandbox.ProcessMonitor {
-		return MonitorsDisabled("run " + r.RunID + " was created while they were off")
+		return protocol.AsError(MonitorsDisabled("run "+r.RunID+" was created while they were off")).With("run_id", r.RunID)
 	}
 	if r.NativeCheckpoints && tool != ExecTool {
 		return protocol.Errorf(protocol.CodeCheckpointsIncompat, "run %s uses native checkpoints, which reject monitor grants", r.RunID).With("run_id", r.RunID)
