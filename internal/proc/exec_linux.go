@@ -190,7 +190,7 @@ func (p *PreparedExec) Run(ctx context.Context) (*ExecResult, error) {
 		out.abandon()
 		return nil, err
 	}
-	res := &ExecResult{Argv: redactAll(redactor.String, spec.Argv), PID: g.child, StartedAtMs: nowMs()}
+	res := &ExecResult{Argv: redactAll(redactor.String, spec.Argv), PID: g.child, StartedAtMs: g.spawnedAtMs}
 	go out.run()
 
 	var deadline <-chan time.Time

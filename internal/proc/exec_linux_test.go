@@ -166,3 +166,23 @@ func TestExecFailedLeavesNothing(t *testing.T) {
 		t.Errorf("children left: %v", ownChildren())
 	}
 }
+
+// A command's exit is never before its start: started_at is when it was
+// forked, not when the custodian got round to recording it (a command as
+// quick as true was once shown exiting a few milliseconds before it
+// started).
+func TestExecExitsNoEarlierThanItStarts(t *testing.T) {
+	dir, err := state.Open(t.TempDir() + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		spec := execSpec("exit 0")
+		spec.Argv = []string{"true"}
+		spec.State = dir
+		res := runExec(t, context.Background(), spec)
+		if e := res.Receipt.ExitedAtMs; e == nil || *e < res.StartedAtMs {
+			t.Fatalf("exited at %v, started at %d", e, res.StartedAtMs)
+		}
+	}
+}

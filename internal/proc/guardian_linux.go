@@ -56,7 +56,11 @@ type guardian struct {
 
 	child      int
 	childTicks uint64
-	aborted    atomic.Bool // abortChild has killed and reaped the child
+	// spawnedAtMs is when the child was forked: its started_at, which
+	// its exit (observed later, on the same clock) can never precede.
+	// Set by custody before it reports the spawn.
+	spawnedAtMs int64
+	aborted     atomic.Bool // abortChild has killed and reaped the child
 	// groupReleased is set once the child may have been reaped: its pid
 	// no longer names the group for certain (see signalCustody). Only
 	// the goroutine that drains touches it.
@@ -393,7 +397,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 		GuardianPID:          g.self,
 		GuardianStartTicks:   g.selfTicks,
 		AdmittedAtMs:         spec.AdmittedAtMs,
-		StartedAtMs:          now,
+		StartedAtMs:          g.spawnedAtMs,
 		OwnershipExpiresAtMs: now + spec.OwnerGraceMs,
 		OwnerGraceMs:         spec.OwnerGraceMs,
 		WorkDeadlineMs:       spec.WorkDeadlineMs,
@@ -426,6 +430,7 @@ func (g *guardian) custody(path string, spawned chan<- error) {
 		return
 	}
 	pid := g.child
+	g.spawnedAtMs = nowMs()
 	spawned <- nil
 	var info childInfo
 	if err := waitid(unix.P_PID, pid, unix.WEXITED|unix.WNOWAIT, &info); err != nil {
