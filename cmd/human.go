@@ -114,6 +114,8 @@ func render(env *Env, g *globals, v any) error {
 		return nil
 	case *receiptView:
 		viewReceipt(&b, p, *r)
+	case receiptView: // reconcile's
+		viewReceipt(&b, p, r)
 	case *cancelManyResponse:
 		for _, rv := range r.Monitors {
 			viewReceipt(&b, p, rv)
@@ -134,6 +136,13 @@ func render(env *Env, g *globals, v any) error {
 		viewRun(&b, p, now, &r)
 	case *runView:
 		viewRun(&b, p, now, r)
+	case runListResponse:
+		for i := range r.Runs {
+			viewRun(&b, p, now, &r.Runs[i])
+		}
+		if len(r.Runs) == 0 {
+			b.WriteString("no runs yet; the first start makes the run \"default\"\n")
+		}
 	case *runEndResponse:
 		fmt.Fprintf(&b, "run %s ended; it starts nothing more\n", r.RunID)
 		for _, rv := range r.Monitors {

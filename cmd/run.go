@@ -161,9 +161,7 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := struct {
-				Runs []runView `json:"runs"`
-			}{Runs: []runView{}}
+			out := runListResponse{Runs: []runView{}}
 			for _, id := range ids {
 				v, err := showRun(dir, id)
 				if err != nil {
