@@ -30,6 +30,9 @@ func advice(pe *protocol.Error) string {
 	case protocol.CodeUnknownMonitor:
 		return "list monitors with: procmon list --all-runs"
 	case protocol.CodeUnknownRun:
+		if detail("run_id") == "default" {
+			return "the first procmon start makes it"
+		}
 		return "create one with: procmon run new"
 	case protocol.CodeRunEnded:
 		return "create a new one with procmon run new, and select it with --run ID or PROCMON_RUN=ID"

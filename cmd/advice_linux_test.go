@@ -67,6 +67,8 @@ func TestAdvise(t *testing.T) {
 		want string
 	}{
 		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), "no monitor m_x in /s; list monitors with: procmon list --all-runs"},
+		{protocol.Errorf(protocol.CodeUnknownRun, `no run "default" in /s`).With("run_id", "default"), `no run "default" in /s; the first procmon start makes it`},
+		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_x" in /s`).With("run_id", "r_x"), `no run "r_x" in /s; create one with: procmon run new`},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"),
 			"monitor m_x needs reconciliation (why); inspect it with procmon status m_x, then run: procmon reconcile m_x"},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "no id"), "no id"},

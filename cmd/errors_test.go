@@ -60,6 +60,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"short secret", `{"request": {"argv": ["sleep"], "secrets": ["hunter2"]}}`, []string{"start"}, "invalid_request", 2, "secrets[0]"},
 		{"traversal id", "", []string{"status", "../../../etc/passwd"}, "invalid_request", 2, "not valid"},
 		{"flags without argv", "", []string{"start", "--name", "web"}, "invalid_request", 2, "is required and must not be empty"},
+		{"no such run subcommand", "", []string{"run", "frob"}, "invalid_request", 2, "unknown command"},
 		{"empty id in body", `{"request": {"monitor_id": ""}}`, []string{"status"}, "invalid_request", 2, "not valid"},
 		{"did you mean", "", []string{"stauts"}, "invalid_request", 2, "did you mean: start, status"},
 		{"traversal id in body", `{"request": {"monitor_id": "m_../../x"}}`, []string{"cancel"}, "invalid_request", 2, "not valid"},

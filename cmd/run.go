@@ -35,6 +35,10 @@ grants and owner, and when it ends every monitor it owns is drained.
 Commands act in $PROCMON_RUN or --run, else the run "default".`,
 	}
 	c.AddCommand(newRunNewCmd(env, g), newRunEndCmd(env, g), newRunListCmd(env, g), newRunShowCmd(env, g))
+	// A word that is no subcommand is a usage error, as at the top level,
+	// not the group's help with exit status 0.
+	c.Args = cobra.NoArgs
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return c
 }
 
@@ -107,15 +111,19 @@ type runEndResponse struct {
 
 func newRunEndCmd(env *Env, g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "end",
+		Use:   "end [RUN_ID]",
 		Short: "End the run: drain all its monitors and refuse further starts",
-		Long: `End the selected run: it refuses further starts (run_ended) and every
-monitor it owns is drained (status cancelled, reason run_ended). Prints the
-receipts. Monitors whose custody is unverified are listed under errors:
-settle them with procmon reconcile.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		Long: `End a run (RUN_ID, else the selected one): it refuses further starts
+(run_ended) and every monitor it owns is drained (status cancelled, reason
+run_ended). Prints the receipts. Monitors whose custody is unverified are
+listed under errors: settle them with procmon reconcile.`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeRunIDs(env),
+		RunE: func(c *cobra.Command, args []string) error {
 			id, err := selectedRun(env, g)
+			if len(args) == 1 {
+				id, err = args[0], state.ValidRunID(args[0])
+			}
 			if err != nil {
 				return err
 			}
