@@ -97,6 +97,13 @@ result so far (status cancelled, reason interrupted).`,
 				if req.Env, err = envFlags(envPairs); err != nil {
 					return err
 				}
+				// By hand, a dependency may be named by the start of its
+				// id, as every monitor argument may.
+				for i, d := range req.DependsOn {
+					if req.DependsOn[i], err = resolveMonitorArg(env, d); err != nil {
+						return err
+					}
+				}
 			} else if err := readRequest(env, c, &req); err != nil {
 				return err
 			}
@@ -112,7 +119,7 @@ result so far (status cancelled, reason interrupted).`,
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
 	secondsVar(c, &timeout, "timeout", proc.DefaultExecTimeoutSeconds, "deadline from admission (30s, 10m, 2h; a plain number is seconds)")
 	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "return at most this many bytes of the end of the output (at least 4)")
-	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "monitor id the command needs running (repeatable)")
+	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "monitor id (or its unique start) the command needs running (repeatable)")
 	return c
 }
 
