@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"procmon/internal/protocol"
+	"procmon/internal/state"
 )
 
 // advise adds to an error's message the next step a person or an agent
@@ -30,7 +31,7 @@ func advice(pe *protocol.Error) string {
 	case protocol.CodeUnknownMonitor:
 		return "list monitors with: procmon list --all-runs"
 	case protocol.CodeUnknownRun:
-		if detail("run_id") == "default" {
+		if detail("run_id") == state.DefaultRun {
 			return "the first procmon start makes it"
 		}
 		return "create one with: procmon run new"
@@ -51,7 +52,7 @@ func advice(pe *protocol.Error) string {
 	case protocol.CodeNeedsReconciliation:
 		id := detail("monitor_id")
 		switch detail("status") {
-		case "", "needs_reconciliation", "running", "settling":
+		case "", state.StatusNeedsReconciliation, state.StatusRunning, state.StatusSettling:
 		default:
 			// A dependency that has ended (exec's depends_on): nothing
 			// to reconcile.
@@ -66,7 +67,7 @@ func advice(pe *protocol.Error) string {
 		}
 	case protocol.CodeInvalidRequest:
 		// reconcile of a monitor that does not need it
-		if id := detail("monitor_id"); id != "" && detail("status") == "running" {
+		if id := detail("monitor_id"); id != "" && detail("status") == state.StatusRunning {
 			return "stop it with: procmon cancel " + id
 		}
 	case protocol.CodeInternal:
