@@ -312,7 +312,7 @@ func (s *Stream) scan(p []byte, i int) int {
 			}
 		}
 		if s.detachedSet != 0 || s.r.intro[b] != 0 {
-			s.stepLanes(b, j, prev, st)
+			s.stepLanes(p, i, j, prev, st)
 		}
 		i++
 		if s.auth.phase == authIdle && s.quiet() {
