@@ -53,6 +53,7 @@ func newExecCmd(env *Env, g *globals) *cobra.Command {
 	var req execRequest
 	var envPairs []string
 	var timeout, maxBytes int64
+	var check bool
 	c := &cobra.Command{
 		Use:   "exec [flags] -- ARGV...",
 		Short: "Run a foreground command in the run (execute_command) and return its result",
@@ -79,13 +80,18 @@ before any slot is taken.
 
 Ctrl-C, SIGTERM or SIGHUP drains the command's group and ends with the
 error wait_interrupted (exit status 130) whose details.result is the
-result so far (status cancelled, reason interrupted).`,
+result so far (status cancelled, reason interrupted).
+
+procmon exec exits 0 once it has written the result, whatever the command
+did, unless --check is given: then it exits 6 unless the command exited
+0, with the result printed all the same, so a shell script can write:
+procmon exec --check -- make test && deploy.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			// Installed first: an interrupt at any point drains the command
 			// rather than killing procmon with its custody.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			if len(args) > 0 || flagsUsed(c) {
+			if len(args) > 0 || flagsUsed(c, "check") {
 				req.Argv = args
 				if c.Flags().Changed("timeout") {
 					req.TimeoutSeconds = &timeout
@@ -111,9 +117,13 @@ result so far (status cancelled, reason interrupted).`,
 			if err != nil {
 				return err
 			}
+			if check && (resp.Status != state.StatusExited || resp.ExitCode == nil || *resp.ExitCode != 0) {
+				g.exitStatus = exitNotSatisfied
+			}
 			return respond(env, g, resp)
 		},
 	}
+	c.Flags().BoolVar(&check, "check", false, "exit 6 unless the command exited 0 (for shell scripts)")
 	c.Flags().StringVar(&req.Cwd, "cwd", "", "working directory (default: the current directory)")
 	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")

@@ -32,8 +32,9 @@ type waitResponse struct {
 }
 
 // exitNotSatisfied is the exit status of wait --check when the outcome is
-// not satisfied: distinct from every error's status, so a script can tell
-// "not ready" from "could not ask".
+// not satisfied, and of exec --check when the command did not exit 0:
+// distinct from every error's status, so a script can tell "not ready" or
+// "failed" from "could not ask".
 const exitNotSatisfied = 6
 
 // maxWaitSeconds keeps a timeout within what a time.Duration can hold.
