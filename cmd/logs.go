@@ -86,14 +86,11 @@ may show up to a second more than asked, never less.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			var req logsRequest
 			if len(args) == 1 || name != "" {
-				ids, err := monitorArgs(env, g, args, name)
+				id, err := oneMonitorArg(env, g, args, name)
 				if err != nil {
 					return err
 				}
-				if len(ids) > 1 {
-					return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
-				}
-				req.MonitorID = ids[0]
+				req.MonitorID = id
 				if c.Flags().Changed("max-bytes") {
 					req.MaxBytes = &maxBytes
 				}

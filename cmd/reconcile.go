@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
-	"procmon/internal/protocol"
 )
 
 func newReconcileCmd(env *Env, g *globals) *cobra.Command {
@@ -28,14 +27,11 @@ service.`,
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 || name != "" {
-				ids, err := monitorArgs(env, g, args, name)
+				id, err := oneMonitorArg(env, g, args, name)
 				if err != nil {
 					return err
 				}
-				if len(ids) > 1 {
-					return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
-				}
-				args = ids
+				args = []string{id}
 			}
 			id, graceMs, err := readDrainRequest(env, c, args, grace)
 			if err != nil {

@@ -46,6 +46,19 @@ func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, er
 	return ids, nil
 }
 
+// oneMonitorArg resolves the one monitor a command line names: an
+// argument (an exact id or a unique id prefix) or --name, not both.
+func oneMonitorArg(env *Env, g *globals, args []string, name string) (string, error) {
+	ids, err := monitorArgs(env, g, args, name)
+	if err != nil {
+		return "", err
+	}
+	if len(ids) > 1 {
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
+	}
+	return ids[0], nil
+}
+
 // resolveMonitorArg turns a unique id prefix ("m_3kq9", or "3kq9") into
 // the id. An "m_" prefix that matches no monitor is unknown_monitor, as
 // an exact id would be. An exact id, or anything else that matches no

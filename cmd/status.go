@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
-	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
 
@@ -33,14 +32,11 @@ when none is live the one started last.`,
 			var req statusRequest
 			switch {
 			case len(args) == 1 || name != "":
-				ids, err := monitorArgs(env, g, args, name)
+				id, err := oneMonitorArg(env, g, args, name)
 				if err != nil {
 					return err
 				}
-				if len(ids) > 1 {
-					return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
-				}
-				req.MonitorID = &ids[0]
+				req.MonitorID = &id
 			case all || env.StdinIsTerminal:
 			default:
 				if err := readRequest(env, c, &req); err != nil {

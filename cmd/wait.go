@@ -106,17 +106,12 @@ running.`,
 			var cond wait.Condition
 			var timeoutSeconds *int64
 			if len(args) == 1 || flagsUsed(c, "check") {
+				var err error
 				if len(args) == 1 || name != "" {
-					ids, err := monitorArgs(env, g, args, name)
-					if err != nil {
+					if id, err = oneMonitorArg(env, g, args, name); err != nil {
 						return err
 					}
-					if len(ids) > 1 {
-						return protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
-					}
-					id = ids[0]
 				}
-				var err error
 				if cond, err = conditionFromFlags(c, output, exit, file, digest); err != nil {
 					return err
 				}
