@@ -51,4 +51,5 @@ func TestCleanupSparesAReusedPid(t *testing.T) {
 	}
 	runProcmon(t, procmonB, "cancel", b)
 	assertNothingLeft(t, dirB)
+	assertNothingLeft(t, dirA)
 }

@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/ids"
 	"procmon/internal/protocol"
@@ -62,5 +65,29 @@ func TestLogOffsetAt(t *testing.T) {
 	}
 	if _, _, err := d.LogOffsetAt(other, 1); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
 		t.Errorf("planted link: %v, want state_unsafe", err)
+	}
+
+	// A FIFO planted there is refused at once, never waited on, and the
+	// guardian makes no marks through it.
+	fifo := ids.NewID("m_")
+	if err := d.mkdirPrivate(filepath.Join(monitorsDir, fifo)); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(d.MonitorDir(fifo), TimesName), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := d.LogOffsetAt(fifo, 1); done <- err }()
+	select {
+	case err := <-done:
+		if !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+			t.Errorf("planted FIFO: %v, want state_unsafe", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reading the marks waited on a planted FIFO")
+	}
+	if w, err := d.CreateTimes(fifo); err == nil {
+		w.Close()
+		t.Error("the marks were made over a planted FIFO")
 	}
 }
