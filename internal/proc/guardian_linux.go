@@ -702,6 +702,10 @@ func (g *guardian) finish(cause drainCause) {
 		}
 		g.feed.notify()
 	})
+	// The log is made durable as far as it is written while the group
+	// stops, so that the sync before the receipt finds nothing left to
+	// do unless the service wrote on its way out.
+	go g.out.sync()
 	receipt := g.drain(cause)
 	settling.Stop()
 	mu.Lock()

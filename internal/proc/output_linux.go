@@ -55,7 +55,9 @@ type outputCopier struct {
 	// run touches it.
 	unsynced int64
 	// synced is how much of the log an fsync has made durable, its inode
-	// with it; -1 until one has.
+	// with it; -1 until one has. syncMu is held through each fsync, so
+	// that a sync waits for one under way and then finds nothing left.
+	syncMu sync.Mutex
 	synced atomic.Int64
 
 	// times takes the log's time marks (see state.TimesName), made at the
@@ -217,6 +219,8 @@ func (o *outputCopier) snapshot(m *state.Monitor) {
 // have dropped the pages it could not write, and a later fsync would
 // succeed all the same.
 func (o *outputCopier) sync() {
+	o.syncMu.Lock()
+	defer o.syncMu.Unlock()
 	n := o.logBytes.Load()
 	if n == o.synced.Load() {
 		return
