@@ -76,7 +76,8 @@ By hand, as tail and docker logs do:
 
 --follow streams the text for a person until the service has ended
 (Ctrl-C stops following; the service keeps running). It starts at the
-last 10 lines unless --tail, --since or --offset says otherwise.
+last 10 lines unless --tail, --since or --offset says otherwise. It
+writes text only: asked for JSON (--json, -o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
 marks the log's offset each second it writes (output.times), so --since
@@ -106,6 +107,9 @@ may show up to a second more than asked, never less.`,
 				}
 			}
 			if follow {
+				if g.json || g.format == formatJSON {
+					return protocol.Errorf(protocol.CodeInvalidRequest, "--follow streams text, not JSON; for JSON, read windows with --offset, each from the last response's next_offset").With("field", "format")
+				}
 				return followLogs(env, req)
 			}
 			resp, err := runLogs(env, req)
