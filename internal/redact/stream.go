@@ -201,8 +201,15 @@ func (a *automaton) admit(p []byte, i, x, lim int, w uint64) int {
 			}
 		}
 	}
+	// A rule digram is rare where a needle 3-gram hits: looking for one
+	// before the loop took 2 to 3% off the instructions of the
+	// adversarial bench.
+	rg := a.ruleGrams
+	if rg[uint16(w)]|rg[uint16(w>>16)]|rg[uint16(w>>32)] == 0 {
+		return lim
+	}
 	for y, d := range [...]uint16{uint16(w), uint16(w >> 16), uint16(w >> 32)} {
-		for offs := a.ruleGrams[d]; offs != 0; offs &= offs - 1 {
+		for offs := rg[d]; offs != 0; offs &= offs - 1 {
 			if q := x + 2*y - bits.TrailingZeros8(offs); q >= i && q < lim && a.hit(p, q) {
 				lim = q
 			}
