@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/base64"
 	"flag"
 	"fmt"
@@ -126,8 +127,11 @@ func ignoreterm() {
 }
 
 // forker ignores SIGTERM and starts two TERM-ignoring descendants: one in
-// its own group, one that escapes into a new session. It writes all three
-// pids to the file named by its argument, then prints a ready line.
+// its own group, one that escapes into a new session. Once both ignore
+// SIGTERM (each has printed its ready line, passed on here), it writes all
+// three pids to the file named by its argument, then prints a ready line.
+// Until a descendant's runtime has started and ignored SIGTERM, a SIGTERM
+// kills it, which a race-built test binary makes a window of milliseconds.
 func forker() {
 	signal.Ignore(syscall.SIGTERM)
 	if len(os.Args) != 2 {
@@ -139,13 +143,24 @@ func forker() {
 		panic(err)
 	}
 	spawn := func(setsid bool) int {
+		r, w, err := os.Pipe()
+		if err != nil {
+			panic(err)
+		}
 		p, err := os.StartProcess(exe, []string{"ignoreterm"}, &os.ProcAttr{
-			Files: []*os.File{nil, os.Stdout, os.Stderr},
+			Files: []*os.File{nil, w, os.Stderr},
 			Sys:   &syscall.SysProcAttr{Setsid: setsid},
 		})
 		if err != nil {
 			panic(err)
 		}
+		w.Close()
+		ready, err := bufio.NewReader(r).ReadString('\n')
+		if err != nil {
+			panic(fmt.Sprintf("ignoreterm %d never got ready: %v", p.Pid, err))
+		}
+		r.Close()
+		fmt.Print(ready)
 		return p.Pid
 	}
 	member, escapee := spawn(false), spawn(true)
