@@ -223,22 +223,26 @@ func signalExact(s procStat, sig unix.Signal) bool {
 }
 
 // waitQuiet waits until the child has exited and no descendant is alive,
-// or until the deadline; it returns what is still alive. It wakes on the
-// child's exit and on SIGCHLD, and otherwise looks again on a short,
+// or until the deadline; it returns what is still alive. While the child
+// lives, custody cannot be quiet, so it only waits for the child's exit,
+// looking at nothing. Then it looks again on SIGCHLD and on a short,
 // growing interval, since a grandchild's death sends the guardian nothing.
 func (g *guardian) waitQuiet(deadline time.Time) custody {
 	interval := 500 * time.Microsecond
 	for {
-		c := g.look()
-		if g.exit != nil && c.empty() {
-			return c
+		if g.exit != nil {
+			if c := g.look(); c.empty() {
+				return c
+			}
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return c
+			return g.look()
 		}
-		wait = min(wait, interval)
-		interval = min(interval*2, 50*time.Millisecond)
+		if g.exit != nil {
+			wait = min(wait, interval)
+			interval = min(interval*2, 50*time.Millisecond)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case ex := <-g.exited:
