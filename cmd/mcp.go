@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"procmon/internal/early"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 	"procmon/internal/wait"
@@ -63,9 +62,6 @@ type mcpSession struct {
 	runID  string
 	owned  bool  // created for this session, ended with it
 	runErr error // why the run could not be created yet
-	ended  bool  // no guardian is launched ahead any more
-
-	launching sync.WaitGroup // prelaunch under way
 }
 
 func runMCP(ctx context.Context, env *Env, g *globals) error {
@@ -89,14 +85,10 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 	if err := s.addTools(server); err != nil {
 		return err
 	}
-	s.prelaunch()
 	err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
 	s.mu.Lock()
 	owned, runID := s.owned, s.runID
-	s.ended = true
 	s.mu.Unlock()
-	s.launching.Wait()
-	early.AbandonLaunched()
 	if owned {
 		// The session is over: its monitors go with it. (Were the server
 		// killed instead, each guardian would see its owner exit.)
@@ -224,31 +216,11 @@ func (s *mcpSession) startProcess(_ context.Context, _ *mcp.CallToolRequest, g *
 		return nil, err
 	}
 	resp, err := runStart(s.callEnv(), g, req)
-	s.prelaunch()
 	if err != nil {
 		return nil, err
 	}
 	s.reapGuardian(resp.MonitorID)
 	return resp, nil
-}
-
-// prelaunch has a guardian boot in the background for the session's next
-// start, which takes it (see early.Prelaunch) instead of waiting for one
-// to boot: a server's start of sleep took 7.4 ms instead of 11.5 (medians
-// of 100, interleaved, load 1.8). One guardian at most waits, for its
-// spec, and does nothing else; it is abandoned when the session ends,
-// and exits by itself if the server dies.
-func (s *mcpSession) prelaunch() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended {
-		return
-	}
-	s.launching.Go(func() {
-		if path, err := stateDirPath(s.env.Getenv); err == nil {
-			early.Prelaunch(path)
-		}
-	})
 }
 
 // reapGuardian reaps a guardian this server launched once it exits: the

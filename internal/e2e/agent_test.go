@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,10 +18,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/sys/unix"
-
-	"procmon/internal/proc"
-	"procmon/internal/state"
 )
 
 // agentSchemas loads procmon schema's output: every command's request,
@@ -393,93 +388,6 @@ func TestAgentMCPServerKilled(t *testing.T) {
 		}
 	}
 	assertNothingLeft(t, stateDir)
-}
-
-// TestAgentMCPPrelaunch checks the guardian procmon mcp keeps booted for
-// its next start: it waits as the server's child, leaves no trace in the
-// state directory, is the guardian of the next start, is replaced after
-// it, is not taken once dead, and is gone with the session.
-func TestAgentMCPPrelaunch(t *testing.T) {
-	stateDir := filepath.Join(t.TempDir(), "state")
-	procmon := procmonIn(t, stateDir, t.TempDir())
-	runProcmon(t, procmon, "configure", "--enable")
-	schemas := loadSchemas(t, procmon)
-	session, server := mcpClient(t, procmon, nil)
-	defer session.Close()
-	d := &state.Dir{Path: stateDir}
-	// spare waits for the one guardian of no recorded monitor, the
-	// server's child, and returns its pid.
-	spare := func(recorded map[int]bool) int {
-		t.Helper()
-		deadline := time.Now().Add(patience)
-		for {
-			var waiting []int
-			for _, pid := range guardiansOf(stateDir) {
-				if !recorded[pid] {
-					waiting = append(waiting, pid)
-				}
-			}
-			if len(waiting) == 1 {
-				if ppid := parentOf(t, waiting[0]); ppid != server.Process.Pid {
-					t.Fatalf("the waiting guardian %d is the child of %d, not of the server %d", waiting[0], ppid, server.Process.Pid)
-				}
-				return waiting[0]
-			}
-			if len(waiting) > 1 || time.Now().After(deadline) {
-				t.Fatalf("guardians waiting for a start: %v, want one", waiting)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	recorded := map[int]bool{}
-	first := spare(recorded)
-	if ids, _ := d.MonitorIDs(); len(ids) != 0 {
-		t.Fatalf("a waiting guardian left a trace in the state directory: %v", ids)
-	}
-	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string)
-	if m := recordOf(t, stateDir, id); m.GuardianPID != first {
-		t.Fatalf("the start's guardian is %d, not the one waiting (%d)", m.GuardianPID, first)
-	}
-	recorded[first] = true
-
-	// A waiting guardian that died is not taken: the start launches its
-	// own, and a new one waits after it.
-	second := spare(recorded)
-	ticks, err := proc.StartTicks(second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.Kill(second, unix.SIGKILL)
-	if !awaitGone(second, ticks) {
-		t.Fatalf("the killed guardian %d is still there", second)
-	}
-	started := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})
-	m2 := recordOf(t, stateDir, started["monitor_id"].(string))
-	if started["status"] != "running" || m2.Receipt != nil || m2.GuardianPID == second {
-		t.Fatalf("the start after the waiting guardian died: %v, guardian %d", started, m2.GuardianPID)
-	}
-	recorded[m2.GuardianPID] = true
-	spare(recorded)
-
-	session.Close()
-	server.Wait()
-	assertNothingLeft(t, stateDir)
-}
-
-// parentOf is the parent of pid, from /proc/PID/stat.
-func parentOf(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// PID (COMM) STATE PPID ...; COMM may hold spaces and parentheses.
-	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ppid
 }
 
 // strip removes what a tool's schema leaves out of a schema document.

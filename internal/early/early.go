@@ -11,10 +11,9 @@
 // and 2 ms before main on the machine measured. Launching from main
 // instead took a start from 8.1 to 9.1 ms (medians of 150, interleaved,
 // idle 2-core machine), 12% of it. Both jobs
-// can also be asked for later (Prelaunch, CatchSignals) by code that
+// can also be asked for later (LaunchGuardian, CatchSignals) by code that
 // runs without that init: in-process tests, a start whose state directory
-// is not made yet, and procmon mcp, which has the guardian of its next
-// start boot as soon as a start is done.
+// is not made yet.
 //
 // It acts in every program that imports it: procmon, and the test
 // binaries of its packages when they are started as procmon. It decides

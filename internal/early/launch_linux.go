@@ -24,18 +24,18 @@ func init() {
 	}
 }
 
-// launched is the guardian launched for the next start, until taken.
+// launched is the guardian init launched for this start, until taken.
 var launched atomic.Pointer[Guardian]
 
-// TakeLaunched returns the guardian launched for the next start (see
-// Prelaunch), or nil if none was. Only the first call returns it:
+// TakeLaunched returns the guardian launched before main for this
+// "procmon start", or nil if none was. Only the first call returns it:
 // its taker owns it.
 func TakeLaunched() *Guardian {
 	return launched.Swap(nil)
 }
 
-// AbandonLaunched abandons the guardian launched for the next start,
-// unless it was taken (see Guardian.Abandon).
+// AbandonLaunched abandons the guardian launched before main, unless it
+// was taken (see Guardian.Abandon).
 func AbandonLaunched() {
 	if g := TakeLaunched(); g != nil {
 		g.Abandon()
@@ -54,30 +54,15 @@ func launchForStart(args []string) {
 			return
 		}
 	}
-	if dir, err := StateDir(os.Getenv); err == nil {
-		Prelaunch(dir)
-	}
-}
-
-// Prelaunch launches a guardian for the next start in stateDir, which
-// TakeLaunched returns, unless one is waiting already or the state
-// directory is not made yet (making one is a command's to do, with its
-// checks). Before main it serves "procmon start"; a long-lived launcher
-// (procmon mcp) calls it after each start, so that its next start does
-// not wait for a guardian to boot either.
-func Prelaunch(stateDir string) {
-	if launched.Load() != nil {
-		return
-	}
-	if fi, err := os.Lstat(stateDir + "/monitors"); err != nil || !fi.IsDir() { // state.Open makes it
-		return
-	}
-	g, err := LaunchGuardian(stateDir, ids.NewID("m_"))
+	dir, err := StateDir(os.Getenv)
 	if err != nil {
 		return
 	}
-	if !launched.CompareAndSwap(nil, g) {
-		g.Abandon()
+	if fi, err := os.Lstat(dir + "/monitors"); err != nil || !fi.IsDir() { // state.Open makes it
+		return
+	}
+	if g, err := LaunchGuardian(dir, ids.NewID("m_")); err == nil {
+		launched.Store(g)
 	}
 }
 
@@ -164,25 +149,6 @@ func (g *Guardian) Wait() {
 		if _, err := syscall.Wait4(g.PID, &ws, 0, nil); err != syscall.EINTR {
 			return
 		}
-	}
-}
-
-// Exited reports whether the guardian has exited already (killed while
-// it waited for its spec, say). If so it is reaped and its pipes closed:
-// nothing of it is left to abandon.
-func (g *Guardian) Exited() bool {
-	var ws syscall.WaitStatus
-	for {
-		pid, err := syscall.Wait4(g.PID, &ws, syscall.WNOHANG, nil)
-		if err == syscall.EINTR {
-			continue
-		}
-		if pid == 0 && err == nil {
-			return false
-		}
-		g.Spec.Close()
-		g.Handoff.Close()
-		return true
 	}
 }
 

@@ -51,8 +51,7 @@ import (
 // (directly, or through reconcile once a record exists), and a launcher
 // that died itself leaves the directory for the next list (see
 // SweepAbandoned). A guardian is launched before main when it can be (see
-// package early): the two processes' boots overlap. procmon mcp launches
-// the guardian of its next start as soon as a start is done.
+// package early): the two processes' boots overlap.
 
 // GuardianArg is the hidden subcommand that runs a guardian.
 const GuardianArg = early.GuardianArg
@@ -204,12 +203,10 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 }
 
 // takeLaunched takes charge of the guardian that package early launched
-// for this start (before main, or after a server's last start), or
-// launches one now: early launches only for a state directory already
-// made, only this one may be used, and one that died while it waited
-// cannot.
+// before main for this start, or launches one now: early launches only
+// for a state directory already made, and only this one may be used.
 func takeLaunched(dir *state.Dir) (*pendingGuardian, error) {
-	if g := early.TakeLaunched(); g != nil && !g.Exited() {
+	if g := early.TakeLaunched(); g != nil {
 		if pg, err := adoptGuardian(dir, g); err == nil {
 			return pg, nil
 		}
