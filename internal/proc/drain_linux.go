@@ -227,17 +227,15 @@ func signalExact(s procStat, sig unix.Signal) bool {
 // lives, custody cannot be quiet, so it only waits for the child's exit,
 // looking at nothing. Then it looks again on SIGCHLD and on a short,
 // growing interval, since a grandchild's death sends the guardian nothing.
+// At the deadline it looks once more, for what is left to kill.
 func (g *guardian) waitQuiet(deadline time.Time) custody {
 	interval := 500 * time.Microsecond
 	for {
-		if g.exit != nil {
-			if c := g.look(); c.empty() {
+		wait := time.Until(deadline)
+		if g.exit != nil || wait <= 0 {
+			if c := g.look(); wait <= 0 || c.empty() {
 				return c
 			}
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return g.look()
 		}
 		if g.exit != nil {
 			wait = min(wait, interval)
