@@ -124,15 +124,25 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 	if err != nil {
 		return 0, protocol.Errorf(protocol.CodeInternal, "log of %s: %w", m.MonitorID, err)
 	}
-	if t.After(fi.ModTime()) {
+	// The log's mtime is stamped by the kernel's coarse clock, up to a
+	// tick behind the time a process reads: a line written just after t
+	// may carry an mtime before it. So with time marks, nothing is newer
+	// than t only from a second after the last write on; before that the
+	// marks decide, to the second as everywhere else.
+	off, marked, err := dir.LogOffsetAt(m.MonitorID, t.UnixMilli())
+	if err != nil {
+		return 0, err
+	}
+	last := fi.ModTime()
+	if marked && !t.After(last.Add(time.Second)) {
+		return off, nil
+	}
+	if t.After(last) {
 		w, err := dir.ReadLogWindow(m.MonitorID, nil, 4, final)
 		if err != nil {
 			return 0, err
 		}
 		return w.StreamBytes, nil
-	}
-	if off, ok, err := dir.LogOffsetAt(m.MonitorID, t.UnixMilli()); err != nil || ok {
-		return off, err
 	}
 	return 0, protocol.Errorf(protocol.CodeInvalidRequest,
 		"--since %s: procmon stores no time for each line, only that %s started %s ago and last wrote %s ago; --since can pick all of its output or only what comes next, so use --tail N for the last lines",
