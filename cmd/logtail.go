@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
@@ -127,14 +128,14 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 	// The log's mtime is stamped by the kernel's coarse clock, up to a
 	// tick behind the time a process reads: a line written just after t
 	// may carry an mtime before it. So with time marks, nothing is newer
-	// than t only from a second after the last write on; before that the
-	// marks decide, to the second as everywhere else.
+	// than t only from mtimeLag after the last write on; before that the
+	// marks decide, to the second as everywhere else (more, never less).
 	off, marked, err := dir.LogOffsetAt(m.MonitorID, t.UnixMilli())
 	if err != nil {
 		return 0, err
 	}
 	last := fi.ModTime()
-	if marked && !t.After(last.Add(time.Second)) {
+	if marked && !t.After(last.Add(mtimeLag())) {
 		return off, nil
 	}
 	if t.After(last) {
@@ -147,6 +148,17 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 	return 0, protocol.Errorf(protocol.CodeInvalidRequest,
 		"--since %s: procmon stores no time for each line, only that %s started %s ago and last wrote %s ago; --since can pick all of its output or only what comes next, so use --tail N for the last lines",
 		since, labelOf(m.Name, m.MonitorID), shortDuration(now.Sub(started)), shortDuration(now.Sub(fi.ModTime()))).With("field", "since")
+}
+
+// mtimeLag bounds how far a file's mtime may lag behind the time a
+// process read just before the write: two ticks of the coarse clock the
+// kernel stamps it with (one, and one more for a tick delivered late).
+func mtimeLag() time.Duration {
+	var res unix.Timespec
+	if err := unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &res); err != nil || res.Nano() <= 0 {
+		return 20 * time.Millisecond // two ticks at the slowest tick rate, 100 Hz
+	}
+	return 2 * time.Duration(res.Nano())
 }
 
 // parseSince reads a duration ago (5m, 90s, 0s: from now on) or a time
