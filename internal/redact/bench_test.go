@@ -234,10 +234,10 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 	}
 }
 
-// BenchmarkNew compiles 40 and 200 random secrets, as a guardian does
-// before its service's first output.
+// BenchmarkNew compiles 1, 5, 40 and 200 random secrets, as a guardian
+// does before its start's handoff.
 func BenchmarkNew(b *testing.B) {
-	for _, n := range []int{40, 200} {
+	for _, n := range []int{1, 5, 40, 200} {
 		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(uint64(n), 7))
 			secrets := make([]string, n)

@@ -12,15 +12,15 @@
 // # What is redacted
 //
 // Each registered secret is searched for in every representation that [Forms]
-// lists: as is, and escaped as JSON, Go, URL query and path, XML and base64
-// (std and url, at each of the three alignments inside a longer blob); a
-// multi-line secret also line by line and with its line breaks rewritten.
-// All of these, for all secrets, are needles of one Aho-Corasick automaton
-// whose state carries across writes.
+// lists: as is, and escaped as JSON (Go's and Python's), Go, Python bytes,
+// URL query and path, XML and base64 (std and url, at each of the three
+// alignments inside a longer blob); a multi-line secret also line by line
+// and with its line breaks rewritten. All of these, for all secrets, are
+// needles of one Aho-Corasick automaton whose state carries across writes.
 //
 // A program may escape any subset of a secret's characters, and libraries
 // differ in which they choose, so a list of each library's output cannot
-// be complete. The secret and each of its lines are also found in any
+// be complete. Every form of a secret is also found in any
 // spelling of an escaping family (family.go): each character as itself or
 // as any escape of the family that stands for it. The families are those
 // by which programs put a string into their output, and so into a log:
@@ -43,12 +43,16 @@
 // what they stand for to the same automaton, so this is still one pass
 // with one automaton (lane.go). A family is one table; adding one adds a
 // lane, which costs nothing while the text has none of its escapes.
-// Escapes nested in another family (a JSON string percent-encoded) are
-// found when the inner form is one of [Forms]; a form glued to a broken
+// Every form of [Forms] is a needle of every lane, so an escaping nested
+// in another (a JSON string percent-encoded or HTML-escaped, a URL's
+// path-escaped password in Go's JSON, a base64 form in a URL query) or in
+// itself (JSON in JSON, percent-encoding twice) is found when the inner
+// escaping is one of [Forms]; a form glued to a broken
 // escape before it (a lone backslash before \u0041) is read the way the
 // broken escape reads it. Go writes \xXX for bytes that are not UTF-8,
-// where Python writes a code point; the lanes read a code point, and the
-// Go-quoted needle of [Forms] keeps Go's reading.
+// and Python's repr of bytes for every byte beyond ASCII, where Python's
+// repr of a string writes a code point; the lanes read a code point, and
+// the Go-quoted and bytes needles of [Forms] keep the bytes' reading.
 //
 // Independently of registration,
 // format rules redact private-key PEM blocks, GitHub, AWS, Slack, Stripe,

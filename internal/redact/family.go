@@ -99,16 +99,19 @@ var percentFamily = family{
 
 // percentPathFamily is percent-encoding where '+' is itself
 // (url.PathEscape, encodeURIComponent, Python's quote): a lane of its own
-// only when a secret holds a '+', the one character the two forms read
-// differently.
+// only when a form of a secret holds a '+', the one character the two
+// forms read differently (a '+' of the secret, a space of its query form,
+// a base64 digit).
 var percentPathFamily = family{
 	name:      "percent-path",
 	escapes:   []escape{hexEsc("%", 2, unitByte)},
 	byteSlots: true,
 	needed: func(secrets []string) bool {
 		for _, s := range secrets {
-			if strings.Contains(s, "+") {
-				return true
+			for _, f := range Forms(s) {
+				if strings.Contains(f, "+") {
+					return true
+				}
 			}
 		}
 		return false

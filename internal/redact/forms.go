@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,8 +20,10 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // MinSecretLen bytes long, in a stable order.
 //
 // The forms are the secret as is; escaped as JSON (without quotes or HTML
-// escaping), Go-quoted (without quotes), URL query- and path-escaped and
-// XML-escaped; and base64 and base64url encoded: the base64 forms encode
+// escaping, and as Python writes it by default, with every character
+// beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
+// its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query- and
+// path-escaped and XML-escaped; and base64 and base64url encoded: the base64 forms encode
 // secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding, the characters
 // the secret fully determines at any alignment inside a longer base64 blob.
 // A multi-line secret adds each line, as is and JSON- and Go-escaped, and
@@ -45,7 +48,9 @@ func Forms(secret string) []string {
 	}
 	add(secret)
 	add(jsonEscape(secret))
+	add(asciiJSON(secret))
 	add(goQuote(secret))
+	add(bytesRepr(secret))
 	add(url.QueryEscape(secret))
 	add(url.PathEscape(secret))
 	add(xmlEscape(secret))
@@ -96,6 +101,69 @@ func jsonEscape(s string) string {
 	}
 	out := strings.TrimSuffix(buf.String(), "\n")
 	return out[1 : len(out)-1]
+}
+
+// asciiJSON is s as Python's json.dumps writes it by default
+// (ensure_ascii), without quotes: every character beyond ASCII as \uxxxx
+// in lower case, astral ones as surrogate pairs. The escape lanes read
+// that spelling of s itself; as a needle it is found inside another
+// escaping too (a Python JSON body percent-encoded into a URL).
+func asciiJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20 || r >= utf8.RuneSelf:
+			if r >= 0x10000 {
+				r -= 0x10000
+				fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+r>>10, 0xdc00+r&0x3ff)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// bytesRepr is Python's repr of s encoded as UTF-8 (b'...'), without the
+// quotes, as a program prints a bytes value (http.client's debug output,
+// a logged response body): printable ASCII as itself, a backslash
+// doubled, \t \n \r, and every other byte as \xhh. The escape lanes read
+// \xhh as a code point, as Python's repr of a str means it, so a character
+// beyond ASCII written byte by byte needs this needle of its own.
+func bytesRepr(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func goQuote(s string) string {

@@ -115,8 +115,8 @@ func lanesFor(secrets []string) []laneSpec {
 }
 
 // needlePatterns returns the needles of the secrets: every form of each,
-// once, in order. The secret itself and its lines of MinSecretLen or more
-// are marked for the escape lanes, which find them in any spelling, and
+// once, in order. Every form is marked for the escape lanes, which find it
+// in any spelling, so that an escaping nested in another is found too, and
 // the collapsed form of a multi-line secret for the whitespace lane (with
 // lanes only: it is a whitespace spelling of the secret as it stands, too).
 func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
@@ -137,13 +137,7 @@ func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
 			return nil, fmt.Errorf("redact: secret %d is shorter than %d bytes", i, MinSecretLen)
 		}
 		for _, f := range Forms(s) {
-			add(f, false, false)
-		}
-		add(s, true, false)
-		for _, l := range secretLines(s) {
-			if len(l) >= MinSecretLen {
-				add(l, true, false)
-			}
+			add(f, true, false)
 		}
 		if c := collapsedForm(s); c != "" && lanes {
 			add(c, false, true)
