@@ -57,7 +57,9 @@
 // Independently of registration,
 // format rules redact private-key PEM blocks, GitHub, AWS, Slack, Stripe,
 // OpenAI and Anthropic tokens, JWTs, the credential of an Authorization
-// header, and the password of a URL's userinfo. Without secrets the
+// header (Bearer, Basic or Token; written as a header, as a JSON key,
+// escaped or not, as a form or query field, percent-encoded, or as Go
+// prints an http.Header), and the password of a URL's userinfo. Without secrets the
 // automaton is the same in every process, so its tables are generated into
 // the package (builtin_tables.go, by go generate) rather than built: [New]
 // without secrets costs next to nothing.

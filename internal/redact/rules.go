@@ -508,18 +508,24 @@ func (s *Stream) authByte(b byte, from, to int64) {
 	j := to
 	switch a.phase {
 	case authName:
+		// The name as a key: quoted, its quote escaped in a JSON string
+		// inside JSON (\"Authorization\":), or a form or query field
+		// (authorization=Bearer+x).
 		switch {
-		case b == ' ' || b == '\t':
+		case b == ' ' || b == '\t' || b == '\\':
 		case (b == '"' || b == '\'') && !a.quote:
 			a.quote = true
-		case b == ':':
+		case b == ':' || b == '=':
 			a.phase = authColon
 		default:
 			a.phase = authIdle
 		}
 	case authColon:
+		// The value: quoted, escaped-quoted, or the first of a list, as
+		// Go prints an http.Header (map[Authorization:[Bearer x]]) and
+		// JSON encodes one ({"Authorization":["Bearer x"]}).
 		switch {
-		case b == ' ' || b == '\t' || b == '"' || b == '\'':
+		case b == ' ' || b == '\t' || b == '"' || b == '\'' || b == '\\' || b == '[':
 		case isLetter(b):
 			a.phase = authScheme
 			a.scheme[0] = lower(b)

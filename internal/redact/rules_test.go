@@ -70,6 +70,12 @@ var ruleCases = []struct{ name, in, want string }{
 	{"bearer credential escaped", "Authorization%3A%20Basic%20%2Babc rest", "Authorization%3A%20Basic%20" + Marker + " rest"},
 	{"bearer in a json value of a url", `"Authorization%3A%20Bearer%20tok" next`, `"Authorization%3A%20Bearer%20` + Marker + `" next`},
 	{"header broken escape", "Authorization%3G Bearer abc", "Authorization%3G Bearer abc"},
+	{"header in escaped json", `"{\"Authorization\":\"Bearer tok123\"}" next`, `"{\"Authorization\":\"Bearer ` + Marker + ` next`},
+	{"go http.Header", "map[Authorization:[Bearer tok123] Accept:[*/*]]", "map[Authorization:[Bearer " + Marker + " Accept:[*/*]]"},
+	{"header list in json", `{"Authorization":["Bearer tok123"]} next`, `{"Authorization":["Bearer ` + Marker + ` next`},
+	{"header as a form field", "authorization=Bearer+tok123&x=1 next", "authorization=Bearer+" + Marker + "&x=1 next"},
+	{"header as a query field", "GET /x?Authorization=Basic%20dXNlcg%3D%3D&y=2 ok", "GET /x?Authorization=Basic%20" + Marker + "&y=2 ok"},
+	{"header name then other text", "Authorization=none of it", "Authorization=none of it"},
 	{"url in json with escaped slashes", `{"u":"https:\/\/bob:s3cret@example.com\/x"}`, `{"u":"https:\/\/bob:` + Marker + `@example.com\/x"}`},
 	{"url escaped slashes no password", `"http:\/\/localhost:8080\/x"`, `"http:\/\/localhost:8080\/x"`},
 }
