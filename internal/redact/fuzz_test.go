@@ -2,8 +2,10 @@ package redact
 
 import (
 	"bytes"
+	"html"
 	"maps"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"testing"
 )
@@ -37,6 +39,9 @@ func fuzzPieces() []string {
 		for _, fam := range []string{"json", "go", "percent", "entity"} {
 			forms = append(forms, partialEscape(rng, fam, s))
 		}
+		// Escaped twice: a form inside another family, and inside its own.
+		forms = append(forms, url.QueryEscape(jsonEscape(s)), html.EscapeString(jsonEscape(s)),
+			jsonEscape(jsonEscape(s)), url.PathEscape(url.QueryEscape(s)), pythonJSON(bytesRepr(s)))
 		for _, f := range forms {
 			p = append(p, f, f[:len(f)/2], f[len(f)/2:])
 		}
@@ -46,6 +51,7 @@ func fuzzPieces() []string {
 	p = append(p,
 		"ghp_", ghTok, "eyJhbGciOi", ".", "-----BEGIN RSA PRIVATE KEY-----",
 		"-----END RSA PRIVATE KEY-----", "Authorization: Bearer ", "https://u:",
+		"map[Authorization:[Bearer ", `\"Authorization\":\"Bearer `, "authorization=Bearer+",
 		"@", "AKIA", "IOSFODNN7EXAMPLE", " ", "\n", "xoxb-", "sk-ant-",
 	)
 	return p
