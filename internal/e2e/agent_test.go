@@ -390,6 +390,42 @@ func TestAgentMCPServerKilled(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
+// TestAgentMCPHugeWindows: a max_bytes up to the largest int64 is a bound
+// like any other for process_logs and execute_command, and the server
+// that answered it goes on serving the session.
+func TestAgentMCPHugeWindows(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	session, server := mcpClient(t, procmon, nil)
+	defer session.Close()
+	// A json.Number, since a float64 cannot hold these exactly.
+	huge := json.Number("9223372036854775807")
+	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"printer", "0123456789abcde"}})["monitor_id"].(string)
+	if ev := callTool(t, session, schemas, "wait_process", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "exit"}, "timeout_seconds": 60}); ev["outcome"] != "satisfied" {
+		t.Fatalf("wait for the exit: %v", ev)
+	}
+	logs := callTool(t, session, schemas, "process_logs", map[string]any{"monitor_id": id, "offset": 16, "max_bytes": json.Number("9223372036854775792")})
+	if logs["text"] != "" || logs["next_offset"] != float64(16) {
+		t.Errorf("process_logs from the end: %v", logs)
+	}
+	logs = callTool(t, session, schemas, "process_logs", map[string]any{"monitor_id": id, "max_bytes": huge})
+	if logs["text"] != "0123456789abcde\n" {
+		t.Errorf("process_logs of all of it: %v", logs)
+	}
+	got := callTool(t, session, schemas, "execute_command", map[string]any{"argv": []string{"printer", "abc"}, "max_bytes": huge})
+	if got["exit_code"] != float64(0) || got["text"] != "abc\n" {
+		t.Errorf("execute_command: %v", got)
+	}
+	if st := callTool(t, session, schemas, "process_status", map[string]any{"monitor_id": id}); st["status"] != "exited" {
+		t.Errorf("status after the huge windows: %v", st)
+	}
+	session.Close()
+	server.Wait()
+	assertNothingLeft(t, stateDir)
+}
+
 // strip removes what a tool's schema leaves out of a schema document.
 func strip(doc map[string]any) map[string]any {
 	out := map[string]any{}

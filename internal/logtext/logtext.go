@@ -37,6 +37,7 @@
 package logtext
 
 import (
+	"math"
 	"sort"
 	"unicode/utf8"
 )
@@ -136,17 +137,29 @@ func (w *Window) StreamOffset(i int) int64 {
 	return w.Offset + int64(i) - int64(n)*int64(len(Replacement)-1)
 }
 
+// Span is how many stream bytes past one edge of a window of at most
+// maxBytes of text its reader may need: maxBytes (a unit's text is never
+// shorter than its bytes) and the Margin. A bound is the caller's, up to
+// the largest int64, so the sum saturates there rather than overflow.
+func Span(maxBytes int64) int64 {
+	maxBytes = max(maxBytes, 0)
+	if maxBytes > math.MaxInt64-Margin {
+		return math.MaxInt64
+	}
+	return maxBytes + Margin
+}
+
 // FromRange is the part of a stream of size bytes that From needs held,
 // [lo, hi), for a window at offset of at most maxBytes of text.
 func FromRange(offset, maxBytes, size int64) (lo, hi int64) {
 	offset = min(max(offset, 0), size)
-	return max(offset-Margin, 0), min(offset+maxBytes+Margin, size)
+	return max(offset-Margin, 0), offset + min(Span(maxBytes), size-offset)
 }
 
 // LastRange is the part of a stream of size bytes that Last needs held,
 // [lo, hi), for a window of at most maxBytes of text at its end.
 func LastRange(maxBytes, size int64) (lo, hi int64) {
-	return max(size-maxBytes-Margin, 0), size
+	return size - min(Span(maxBytes), size), size
 }
 
 // From returns the window of at most maxBytes of text that begins at
@@ -166,7 +179,7 @@ func From(h Held, offset, maxBytes int64) Window {
 // Last returns the window of at most maxBytes of text that ends where the
 // stream does (before its undecided bytes); h holds LastRange of it.
 func Last(h Held, maxBytes int64) Window {
-	first := max(h.Size-maxBytes, 0)
+	first := h.Size - min(max(maxBytes, 0), h.Size)
 	start, decided := h.unitStart(first)
 	if !decided {
 		return Window{Offset: first, NextOffset: first, Cut: first > 0, Undecided: true}

@@ -1,6 +1,7 @@
 package logtext
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -146,5 +147,35 @@ func TestWindowsTile(t *testing.T) {
 		if string(got) != string(want) || off != int64(used) {
 			t.Fatalf("%q (ended %v): windows show %q up to %d; want %q up to %d", s, ended, got, off, want, used)
 		}
+	}
+}
+
+// TestHugeBoundsSaturate: a window's bound is the caller's, up to the
+// largest int64; the range to hold never overflows past the stream, and
+// the window is the whole of what is there.
+func TestHugeBoundsSaturate(t *testing.T) {
+	const stream = "0123456789abcdef"
+	size := int64(len(stream))
+	for _, max := range []int64{math.MaxInt64, math.MaxInt64 - Margin, math.MaxInt64 - 15, math.MaxInt64/2 + 1} {
+		for _, off := range []int64{0, 5, size, size + 1, math.MaxInt64} {
+			lo, hi := FromRange(off, max, size)
+			if lo < 0 || hi > size || lo > hi {
+				t.Fatalf("FromRange(%d, %d, %d) = [%d, %d); want inside [0, %d]", off, max, size, lo, hi, size)
+			}
+			w := From(held(stream, true), off, max)
+			if want := stream[min(off, size):]; string(w.Text) != want || w.Cut {
+				t.Errorf("From(%d, %d) = %q cut %v; want %q", off, max, w.Text, w.Cut, want)
+			}
+		}
+		lo, hi := LastRange(max, size)
+		if lo != 0 || hi != size {
+			t.Fatalf("LastRange(%d, %d) = [%d, %d); want [0, %d)", max, size, lo, hi, size)
+		}
+		if w := Last(held(stream, true), max); string(w.Text) != stream || w.Cut {
+			t.Errorf("Last(%d) = %q cut %v; want all of it", max, w.Text, w.Cut)
+		}
+	}
+	if n := Span(math.MaxInt64); n != math.MaxInt64 {
+		t.Errorf("Span(MaxInt64) = %d; want it saturated", n)
 	}
 }

@@ -146,7 +146,7 @@ func PrepareExec(spec ExecSpec) (*PreparedExec, error) {
 	}
 	out.log = os.NewFile(uintptr(memfd), "exec-output")
 	out.logFD = uintptr(memfd)
-	p.tail = &tailFilter{stream: redactor.NewStream(), keep: spec.WindowBytes + logtext.Margin}
+	p.tail = &tailFilter{stream: redactor.NewStream(), keep: logtext.Span(spec.WindowBytes)}
 	out.filter = p.tail
 	if spec.MaxOutputBytes != nil {
 		out.limit = *spec.MaxOutputBytes

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -37,6 +38,25 @@ func TestExecWindowIsTheLogText(t *testing.T) {
 		want := logtext.Last(logtext.Held{Bytes: stream, Size: int64(len(stream)), Ended: true}, maxBytes)
 		if res.Text != string(want.Text) || res.Window != want.Cut || res.OutputBytes != len(want.Text) || res.StreamBytes != int64(len(stream)) {
 			t.Fatalf("%q, %d bytes: exec shows %q (window %v); logs shows %q (window %v)", stream, maxBytes, res.Text, res.Window, want.Text, want.Cut)
+		}
+	}
+}
+
+// TestExecWindowHugeMaxBytes: an exec asked for up to the largest int64
+// bytes of text keeps and returns all of its output.
+func TestExecWindowHugeMaxBytes(t *testing.T) {
+	r, err := redact.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, maxBytes := range []int64{math.MaxInt64, math.MaxInt64 - logtext.Margin + 1} {
+		tail := &tailFilter{stream: r.NewStream(), keep: logtext.Span(maxBytes)}
+		tail.Redact(nil, []byte("abc"))
+		tail.Flush(nil)
+		var res ExecResult
+		tail.window(&res, maxBytes)
+		if res.Text != "abc" || res.Window || res.StreamBytes != 3 {
+			t.Errorf("max_bytes %d: %q (window %v, %d stream bytes); want \"abc\" whole", maxBytes, res.Text, res.Window, res.StreamBytes)
 		}
 	}
 }

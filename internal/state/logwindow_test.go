@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -326,4 +327,29 @@ func ptrString(p *int64) string {
 		return "the end"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestLogWindowHugeMaxBytes: any max_bytes up to the largest int64 reads
+// the whole rest of the log, from an offset or from the end, never
+// overflowing into an impossible read.
+func TestLogWindowHugeMaxBytes(t *testing.T) {
+	path := writeLog(t, "0123456789abcdef")
+	for _, max := range []int64{math.MaxInt64, math.MaxInt64 - 15} {
+		for _, off := range []int64{0, 16} {
+			w, err := windowOf(t, path, &off, max, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "0123456789abcdef"[off:]; w.Text != want || w.NextOffset != 16 || w.Window {
+				t.Errorf("offset %d, max_bytes %d: %q up to %d (window %v); want %q up to 16", off, max, w.Text, w.NextOffset, w.Window, want)
+			}
+		}
+		w, err := windowOf(t, path, nil, max, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Text != "0123456789abcdef" || w.Offset != 0 {
+			t.Errorf("tail, max_bytes %d: %q at %d; want all of it", max, w.Text, w.Offset)
+		}
+	}
 }
