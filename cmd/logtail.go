@@ -5,6 +5,7 @@ package cmd
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,7 +87,9 @@ func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
 			return 0, err
 		}
 		if n == 0 {
-			return w.StreamBytes, nil
+			// Where the text ends, before a character not yet whole, which
+			// is shown once it is.
+			return dir.LogTextStart(id, math.MaxInt64, final)
 		}
 		text := strings.TrimSuffix(w.Text, "\n")
 		for i, seen := len(text)-1, 0; i >= 0; i-- {
@@ -134,16 +137,14 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 	if err != nil {
 		return 0, err
 	}
+	// A mark counts stream bytes and may fall inside a character, as the
+	// log's end may: start where that character does, so that it shows.
 	last := fi.ModTime()
 	if marked && !t.After(last.Add(mtimeLag())) {
-		return off, nil
+		return dir.LogTextStart(m.MonitorID, off, final)
 	}
 	if t.After(last) {
-		w, err := dir.ReadLogWindow(m.MonitorID, nil, 4, final)
-		if err != nil {
-			return 0, err
-		}
-		return w.StreamBytes, nil
+		return dir.LogTextStart(m.MonitorID, math.MaxInt64, final)
 	}
 	return 0, protocol.Errorf(protocol.CodeInvalidRequest,
 		"--since %s: procmon stores no time for each line, only that %s started %s ago and last wrote %s ago; --since can pick all of its output or only what comes next, so use --tail N for the last lines",

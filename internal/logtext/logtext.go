@@ -205,6 +205,37 @@ func Last(h Held, maxBytes int64) Window {
 	return w
 }
 
+// StartOfRange is the part of a stream of size bytes that StartOf needs
+// held, [lo, hi), for the unit that holds byte p.
+func StartOfRange(p, size int64) (lo, hi int64) {
+	p = min(max(p, 0), size)
+	return max(p-Margin, 0), p + min(Margin, size-p)
+}
+
+// StartOf returns where the unit that holds the stream's byte p begins:
+// p itself when a unit begins there, else the start of the character p
+// falls inside, whole or not yet. At the stream's end (or past it), it is
+// where the decided units end: before the bytes of a character not yet
+// whole. A window from there shows all of the character that holds p, so
+// a start computed in stream bytes (a time mark, the end) loses none of
+// it. h holds StartOfRange of the stream.
+func StartOf(h Held, p int64) int64 {
+	p = min(max(p, 0), h.Size)
+	if p < h.Size && !isContinuation(h.at(p)[0]) {
+		return p
+	}
+	for q := p - 1; q >= max(p-(utf8.UTFMax-1), h.Base); q-- {
+		if isContinuation(h.at(q)[0]) {
+			continue
+		}
+		if n, _ := Unit(h.at(q), h.Ended); n == 0 || q+int64(n) > p {
+			return q
+		}
+		break
+	}
+	return p
+}
+
 // at returns the held bytes from stream offset p.
 func (h Held) at(p int64) []byte { return h.Bytes[p-h.Base:] }
 

@@ -3,6 +3,8 @@ package logtext
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -177,5 +179,61 @@ func TestHugeBoundsSaturate(t *testing.T) {
 	}
 	if n := Span(math.MaxInt64); n != math.MaxInt64 {
 		t.Errorf("Span(MaxInt64) = %d; want it saturated", n)
+	}
+}
+
+func TestStartOf(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream string
+		ended  bool
+		p      int64
+		want   int64
+	}{
+		{"a unit start", "a中b", true, 1, 1},
+		{"inside a 3-byte character", "a中b", true, 2, 1},
+		{"its last byte", "a中b", true, 3, 1},
+		{"inside a 4-byte character", "abc🙂d", true, 5, 3},
+		{"a continuation byte no character holds", "a\\x80\\x80b", true, 2, 2},
+		{"after a truncated sequence", "a\\xe4\\xb8b", true, 3, 3},
+		{"inside a character not yet whole", "abc\\xf0\\x9f", false, 4, 3},
+		{"the end, before a character not yet whole", "abc\\xe2", false, 4, 3},
+		{"past the end, before it", "abc\\xf0\\x9f\\x98", false, 99, 3},
+		{"the end of an ended stream", "abc\\xe2", true, 4, 4},
+		{"the end after a whole character", "ab中", false, 5, 5},
+		{"the end after a bad byte", "ab\\xff", false, 3, 3},
+		{"before the start", "abc", true, -1, 0},
+	} {
+		s := tc.stream
+		if u, err := strconv.Unquote(`"` + s + `"`); err == nil {
+			s = u
+		}
+		lo, hi := StartOfRange(tc.p, int64(len(s)))
+		h := Held{Bytes: []byte(s)[lo:hi], Base: lo, Size: int64(len(s)), Ended: tc.ended}
+		if got := StartOf(h, tc.p); got != tc.want {
+			t.Errorf("%s: StartOf(%q, %d) = %d; want %d", tc.name, s, tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestStartOfShowsTheWholeCharacter: a window from StartOf of any byte
+// shows the text from the unit that holds it, which ends with the text
+// of the window from that byte itself, for random streams.
+func TestStartOfShowsTheWholeCharacter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 3000 {
+		s := randomStream(rng, rng.IntN(12))
+		ended := rng.IntN(2) == 0
+		h := held(s, ended)
+		for p := int64(0); p <= int64(len(s)); p++ {
+			start := StartOf(h, p)
+			from := From(h, start, 1<<20)
+			if start > p || from.Offset != start {
+				t.Fatalf("%q (ended %v): StartOf(%d) = %d, which is not a unit start at or before it (a window there begins at %d)", s, ended, p, start, from.Offset)
+			}
+			if at := From(h, p, 1<<20); !strings.HasSuffix(string(from.Text), string(at.Text)) || from.NextOffset != at.NextOffset && !at.Undecided {
+				t.Fatalf("%q (ended %v): from StartOf(%d) = %d the text is %q; from %d, %q", s, ended, p, start, from.Text, p, at.Text)
+			}
+		}
 	}
 }

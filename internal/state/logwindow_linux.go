@@ -104,3 +104,37 @@ func readLogWindow(f *os.File, offset *int64, maxBytes int64, final bool) (*LogW
 	w.OutputSHA256 = hex.EncodeToString(sum[:])
 	return w, nil
 }
+
+// LogTextStart returns where the text of a monitor's log that shows
+// byte offset begins, as logtext.StartOf places it: offset itself, or
+// the start of the character it falls inside; at or past the end of the
+// stored stream, where its decided text ends. A start found in stream
+// bytes (a time mark, the log's end) is made a start of the text with
+// it, so a window from there shows the whole character rather than
+// losing it. final is as for ReadLogWindow.
+func (d *Dir) LogTextStart(id string, offset int64, final bool) (int64, error) {
+	f, err := d.OpenLog(id)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return logTextStart(f, offset, final)
+}
+
+func logTextStart(f *os.File, offset int64, final bool) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat output log: %w", err)
+	}
+	lo, hi := logtext.StartOfRange(offset, fi.Size())
+	buf := make([]byte, hi-lo)
+	n, err := f.ReadAt(buf, lo)
+	if err != nil && err != io.EOF {
+		return 0, fmt.Errorf("read output log: %w", err)
+	}
+	size := fi.Size()
+	if n < len(buf) {
+		size = lo + int64(n) // as in readLogWindow, a log that shrank under the read ends there
+	}
+	return logtext.StartOf(logtext.Held{Bytes: buf[:n], Base: lo, Size: size, Ended: final}, offset), nil
+}

@@ -353,3 +353,33 @@ func TestLogWindowHugeMaxBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestLogTextStart: a start inside a character moves back to where it
+// begins, and the end of a live log stops before a character not yet
+// whole, however far the log reaches past the bytes read.
+func TestLogTextStart(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	for _, tc := range []struct {
+		log    string
+		offset int64
+		final  bool
+		want   int64
+	}{
+		{"abc\xf0\x9f\x98\x80def\n" + long, 5, false, 3},
+		{"abc\xf0\x9f\x98\x80def\n" + long, 7, false, 7},
+		{"abc\xe2", math.MaxInt64, false, 3},
+		{"abc\xe2", 4, false, 3},
+		{"abc\xe2", math.MaxInt64, true, 4},
+		{long + "€", 101, true, 100},
+	} {
+		f, err := os.Open(writeLog(t, tc.log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := logTextStart(f, tc.offset, tc.final)
+		f.Close()
+		if err != nil || got != tc.want {
+			t.Errorf("%q from %d (final %v): %d, %v; want %d", tc.log, tc.offset, tc.final, got, err, tc.want)
+		}
+	}
+}
