@@ -74,6 +74,12 @@ By hand, as tail and docker logs do:
   procmon logs --since 2m web            # what web wrote in the last 2 minutes
   procmon logs -f --since 0s m_3kq9     # only what comes from now on
 
+--tail and --since answer with the text from where they start to the end
+of the output, up to 16 MiB of it (16777216 bytes of text); past that,
+with its last 16 MiB, which truncation "window" and offset say. A start
+is always where a character begins. --max-bytes instead reads that many
+bytes of text from the start they chose.
+
 --follow streams the text for a person until the service has ended
 (Ctrl-C stops following; the service keeps running). It starts at the
 last 10 lines unless --tail, --since or --offset says otherwise. It

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/logtext"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -24,7 +25,9 @@ import (
 // does: the last 10 lines.
 const followTailLines = 10
 
-// maxTailBytes bounds how much text --tail returns in one answer.
+// maxTailBytes bounds how much text --tail and --since return in one
+// answer: beyond it, the answer is the last maxTailBytes of what they
+// asked for, so it still ends where the output does.
 const maxTailBytes = 16 << 20
 
 // startFrom turns --tail and --since (and the default of --follow) into
@@ -65,13 +68,22 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 	}
 	req.Offset = &off
 	if req.MaxBytes == nil && !follow {
+		// The answer runs to the end: the text from off, or, when that
+		// holds more than maxTailBytes, its last maxTailBytes. Only when
+		// it may not fit is it read to see.
+		n := int64(maxTailBytes)
+		req.MaxBytes = &n
 		w, err := dir.ReadLogWindow(req.MonitorID, &off, 4, final)
 		if err != nil {
 			return err
 		}
-		if rest := w.StreamBytes - off; rest > defaultLogBytes {
-			n := min(rest, maxTailBytes)
-			req.MaxBytes = &n
+		if textBound(w.StreamBytes-off) > maxTailBytes {
+			if w, err = dir.ReadLogWindow(req.MonitorID, &off, maxTailBytes, final); err != nil {
+				return err
+			}
+			if w.Window {
+				req.Offset = nil
+			}
 		}
 	}
 	return nil
@@ -99,10 +111,23 @@ func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
 				}
 			}
 		}
-		if w.Offset == 0 || window >= w.StreamBytes {
-			return w.Offset, nil
+		if w.Offset == 0 {
+			return 0, nil
 		}
+		window = min(window*4, textBound(w.StreamBytes))
 	}
+}
+
+// textBound is the most text n bytes of the stream can make: 3 bytes
+// for each (U+FFFD for a byte that begins no character). A window of
+// text counts its own bytes; a tail, a --since and the end of the log
+// count the stream's.
+func textBound(n int64) int64 {
+	const most = int64(len(logtext.Replacement))
+	if n > math.MaxInt64/most {
+		return math.MaxInt64
+	}
+	return n * most
 }
 
 // sinceOffset is where output written since a time begins: at the start

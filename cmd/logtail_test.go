@@ -4,8 +4,11 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +58,109 @@ func TestSinceJustBeforeTheLastWrite(t *testing.T) {
 	}
 	if off != 6 {
 		t.Errorf("--since just before the last write starts at offset %d, want 6 (the line written after it)", off)
+	}
+}
+
+// endedLog makes an ended monitor whose log holds stream, for logs to
+// read in process, and returns the env to run commands with.
+func endedLog(t *testing.T, stream []byte) (*Env, *bytes.Buffer, string) {
+	t.Helper()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	var out bytes.Buffer
+	env := testEnv(stateDir, &out, &bytes.Buffer{})
+	if status := Run([]string{"configure", "--enable"}, env); status != 0 {
+		t.Fatalf("configure --enable: exit %d", status)
+	}
+	const id = "m_tail0000000000000000000000"
+	saveMonitor(t, stateDir, id, state.DefaultRun, "", time.Now().Add(-time.Minute).UnixMilli(), true)
+	dir, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir.MonitorDir(id), state.LogName), stream, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return env, &out, id
+}
+
+// logsOf runs a logs command line in process and returns its stdout.
+func logsOf(t *testing.T, env *Env, out *bytes.Buffer, args ...string) []byte {
+	t.Helper()
+	out.Reset()
+	if status := Run(append([]string{"logs"}, args...), env); status != 0 {
+		t.Fatalf("logs %v: exit %d: %s", args, status, out)
+	}
+	return out.Bytes()
+}
+
+// badLines returns lines "Lnn " and n bytes that begin no character, and
+// their text (each such byte a U+FFFD).
+func badLines(first, last, n int, bad byte) (stream []byte, text string) {
+	for i := first; i <= last; i++ {
+		head := fmt.Sprintf("L%02d ", i)
+		stream = append(append(append(stream, head...), bytes.Repeat([]byte{bad}, n)...), '\n')
+		text += head + strings.Repeat("\uFFFD", n) + "\n"
+	}
+	return stream, text
+}
+
+// TestTailCountsText: --tail and --since size what they read and return
+// in bytes of text, of which a byte that begins no character takes 3:
+// they answer with whole lines to the end of the output.
+func TestTailCountsText(t *testing.T) {
+	// Three long lines: the last is 30005 bytes of the stream, 90005 of
+	// text, more than the 65536 of a plain window.
+	var stream []byte
+	stream = append(stream, "L1 "...)
+	stream = append(stream, bytes.Repeat([]byte{0xff}, 30000)...)
+	stream = append(stream, "\nL2 "...)
+	stream = append(stream, bytes.Repeat([]byte{0xff}, 30000)...)
+	stream = append(stream, "\nL3 "...)
+	stream = append(stream, bytes.Repeat([]byte{0xfe}, 30000)...)
+	stream = append(stream, " END\n"...)
+	all := string([]rune(string(stream)))
+	env, out, id := endedLog(t, stream)
+	var w logsResponse
+	json.Unmarshal(logsOf(t, env, out, id, "--tail", "1", "-o", "json"), &w)
+	if want := "L3 " + strings.Repeat("\uFFFD", 30000) + " END\n"; w.Text != want || w.Offset != 60008 || w.NextOffset != w.StreamBytes || len(w.Truncation) != 0 {
+		t.Errorf("--tail 1: %d bytes of text [%d, %d) of %d, truncation %v; want the last line whole, [60008, %d)", len(w.Text), w.Offset, w.NextOffset, w.StreamBytes, w.Truncation, len(stream))
+	}
+	json.Unmarshal(logsOf(t, env, out, id, "--since", "1h", "-o", "json"), &w)
+	if w.Text != all || w.Offset != 0 || len(w.Truncation) != 0 {
+		t.Errorf("--since before the start: %d bytes of text from %d, truncation %v; want all %d", len(w.Text), w.Offset, w.Truncation, len(all))
+	}
+
+	// Fifteen lines of 3005 bytes, 9005 of text: the last 12 (or 10)
+	// take more text than the stream holds bytes.
+	stream, _ = badLines(1, 15, 3000, 0xff)
+	_, last12 := badLines(4, 15, 3000, 0xff)
+	_, last10 := badLines(6, 15, 3000, 0xff)
+	env, out, id = endedLog(t, stream)
+	json.Unmarshal(logsOf(t, env, out, id, "--tail", "12", "-o", "json"), &w)
+	if w.Text != last12 {
+		t.Errorf("--tail 12: %d lines of text from %d; want the last 12 whole, from %d", strings.Count(w.Text, "\n"), w.Offset, 3*3005)
+	}
+	if got := string(logsOf(t, env, out, id, "-f", "--tail", "12")); got != last12 {
+		t.Errorf("-f --tail 12: %d lines, starting %.4q; want the last 12 whole", strings.Count(got, "\n"), got)
+	}
+	if got := string(logsOf(t, env, out, id, "-f")); got != last10 {
+		t.Errorf("-f: %d lines, starting %.4q; want the last 10 whole", strings.Count(got, "\n"), got)
+	}
+}
+
+// TestTailPastTheBound: a tail whose text passes the bound of an answer
+// (maxTailBytes) still ends where the output does: the answer is its
+// last maxTailBytes, and says the window cut it.
+func TestTailPastTheBound(t *testing.T) {
+	n := maxTailBytes/3 + 1000 // bytes of one line, each U+FFFD
+	stream := append(append([]byte("L "), bytes.Repeat([]byte{0xff}, n)...), " END\n"...)
+	env, out, id := endedLog(t, stream)
+	for _, args := range [][]string{{"--tail", "1"}, {"--since", "1h"}} {
+		var w logsResponse
+		json.Unmarshal(logsOf(t, env, out, append([]string{id, "-o", "json"}, args...)...), &w)
+		if !strings.HasSuffix(w.Text, "\uFFFD END\n") || len(w.Text) > maxTailBytes || w.NextOffset != int64(len(stream)) || strings.Join(w.Truncation, ",") != "window" {
+			t.Errorf("%v: %d bytes of text [%d, %d) ending %q, truncation %v; want at most the last %d bytes of text, to the end, cut by the window",
+				args, len(w.Text), w.Offset, w.NextOffset, w.Text[max(len(w.Text)-8, 0):], w.Truncation, maxTailBytes)
+		}
 	}
 }
