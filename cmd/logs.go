@@ -55,7 +55,8 @@ next_offset continues with no gap or overlap. output_bytes and
 output_sha256 describe exactly the returned text. output_truncated says
 why the text is not the whole capture: capture_limit (the output passed
 max_output_bytes), window (the window cut it), incomplete_utf8 (a partial
-character at the end was held back). A window never splits a character.
+character at the end was held back, as it is while the output may still
+grow: until the monitor ends or its guardian is gone). A window never splits a character.
 The text is the stream read as UTF-8, with each byte that begins no
 character shown as U+FFFD (one for each byte, as wait --output reads it):
 a window holds at most max_bytes bytes of that text, while offset and
@@ -156,7 +157,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	if !o.Terminal() {
 		proc.LiveCounters(dir, m)
 	}
-	w, err := dir.ReadLogWindow(m.MonitorID, req.Offset, maxBytes, o.Terminal() || o.Status == state.StatusNeedsReconciliation)
+	w, err := dir.ReadLogWindow(m.MonitorID, req.Offset, maxBytes, o.OutputEnded())
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func followLogs(env *Env, req logsRequest) error {
 		if err != nil {
 			return err
 		}
-		final := o.Terminal() || o.Status == state.StatusNeedsReconciliation
+		final := o.OutputEnded()
 		for {
 			w, err := dir.ReadLogWindow(req.MonitorID, &offset, 1<<20, final)
 			if err != nil {

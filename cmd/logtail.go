@@ -47,7 +47,7 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 	if err != nil {
 		return err
 	}
-	final := o.Terminal() || o.Status == state.StatusNeedsReconciliation
+	final := o.OutputEnded()
 	var off int64
 	switch {
 	case since != "":

@@ -48,6 +48,16 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	return o, nil
 }
 
+// OutputEnded reports whether the monitor's output can grow no more, so
+// that a character left unfinished at its end is shown (as U+FFFD) rather
+// than held back: it has a receipt, or it needs reconciliation because no
+// guardian is left to read the service's output (it is gone, or the
+// machine rebooted). A guardian only past its ownership window lives, and
+// drains once it runs again, reading what is left of the output.
+func (o *Observation) OutputEnded() bool {
+	return o.Terminal() || o.Status == state.StatusNeedsReconciliation && !o.lapsed()
+}
+
 // lapsed reports whether the record's ownership window has passed while
 // its guardian lives, which is what it looks like both when the guardian
 // has stalled and when it could not write its heartbeats.

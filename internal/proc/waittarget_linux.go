@@ -80,10 +80,11 @@ func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
 // nothing and writes nothing, and a wait must not wait for it forever).
 func custodyOf(o *Observation, now time.Time) wait.Custody {
 	c := wait.Custody{
-		Status:     o.Status,
-		Terminal:   o.Terminal(),
-		Unverified: o.Status == state.StatusNeedsReconciliation,
-		Why:        o.Why,
+		Status:      o.Status,
+		Terminal:    o.Terminal(),
+		OutputEnded: o.OutputEnded(),
+		Unverified:  o.Status == state.StatusNeedsReconciliation,
+		Why:         o.Why,
 	}
 	if r := o.Monitor.Receipt; r != nil {
 		c.Reason, c.ExitCode, c.Signal = r.Reason, r.ExitCode, r.Signal

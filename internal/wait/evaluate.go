@@ -28,6 +28,10 @@ type Custody struct {
 	Status string
 	// Terminal is true once a verified terminal receipt exists.
 	Terminal bool
+	// OutputEnded is true once the log can grow no more: the monitor is
+	// terminal, or no guardian is left to write it (what logs reads as
+	// ended too). Terminal implies it.
+	OutputEnded bool
 	// Unverified is true when custody cannot be proven (the monitor needs
 	// reconciliation): nothing it shows can satisfy a wait.
 	Unverified bool
@@ -574,7 +578,7 @@ func (e *evaluation) evidence(outcome string, elapsed time.Duration) Evidence {
 		o.RefusalsSeen = e.seen
 	}
 	if outcome != OutcomeSatisfied {
-		o.LogTail = Tail(e.target.OpenLog, TailLines, TailBytes, cust.Terminal)
+		o.LogTail = Tail(e.target.OpenLog, TailLines, TailBytes, cust.Terminal || cust.OutputEnded)
 	}
 	return Evidence{Outcome: outcome, Observation: o}
 }
