@@ -52,6 +52,7 @@ func fuzzPieces() []string {
 		"ghp_", ghTok, "eyJhbGciOi", ".", "-----BEGIN RSA PRIVATE KEY-----",
 		"-----END RSA PRIVATE KEY-----", "Authorization: Bearer ", "https://u:",
 		"map[Authorization:[Bearer ", `\"Authorization\":\"Bearer `, "authorization=Bearer+",
+		"%3A%2F%2F", "%3a%2f%2fu%3A", "%40", "%25",
 		"@", "AKIA", "IOSFODNN7EXAMPLE", " ", "\n", "xoxb-", "sk-ant-",
 	)
 	return p

@@ -32,6 +32,7 @@ const (
 	ruleJWT = numTokenRules + iota
 	rulePEM
 	ruleURL
+	ruleURLPct
 	numRules
 )
 
@@ -102,7 +103,9 @@ var (
 	// password may also contain ':'.
 	classURLUser = class("A-Za-z0-9-._~%!$&'()*+,;=")
 	classURLPass = class("A-Za-z0-9-._~%!$&'()*+,;=:")
-	classSpace   = class(" \t\n\r\v\f")
+	// RFC 3986 unreserved: what a percent-encoded URL leaves as it is.
+	classUnreserved = class("A-Za-z0-9-._~")
+	classSpace      = class(" \t\n\r\v\f")
 )
 
 var tokenRules = [numTokenRules]tokenRule{
@@ -133,15 +136,21 @@ func rulePatterns() []pattern {
 	add(rulePEM, "-----BEGIN ", true, 5) // "BE" "EG"
 	add(ruleURL, urlTrigger, false, 0)
 	add(ruleURL, urlTriggerJSON, false, 1) // "\/" "/\"
+	for _, t := range caseVariants(urlTriggerPct) {
+		add(ruleURLPct, t, false, 4) // "2F" "F%"
+	}
 	return pats
 }
 
 // urlTrigger starts the URL rule; so does urlTriggerJSON, the same in a
 // JSON string whose writer escapes '/' (PHP, some Java libraries), after
-// which the userinfo is as in the plain URL.
+// which the userinfo is as in the plain URL. urlTriggerPct, in either case
+// of its hex digits, starts the URL rule of a percent-encoded URL (one
+// inside a query or a form body), whose userinfo is read decoded.
 const (
 	urlTrigger     = "://"
 	urlTriggerJSON = `:\/\/`
+	urlTriggerPct  = "%3a%2f%2f"
 )
 
 // authWindow places the stride window of the Authorization header name on
@@ -274,6 +283,9 @@ func (s *Stream) start(t trigger, at int64) {
 		s.pem.labelLen = 0
 	case ruleURL:
 		rs.phase = phWatch
+	case ruleURLPct:
+		rs.phase = phWatch
+		s.urlPct.n = 0
 	}
 }
 
@@ -315,7 +327,9 @@ func (s *Stream) advance(b byte, j int64) {
 		case i == rulePEM:
 			s.advancePEM(rs, b, j)
 		case i == ruleURL:
-			s.advanceURL(rs, b, j)
+			s.advanceURL(rs, b, j, j)
+		case i == ruleURLPct:
+			s.advanceURLPct(rs, b, j)
 		}
 	}
 }
@@ -413,7 +427,14 @@ func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
 	}
 }
 
-func (s *Stream) advanceURL(rs *ruleState, b byte, j int64) {
+// advanceURL feeds the URL rule's userinfo byte b, which the input's
+// bytes [from, j] stand for (one byte, or a percent escape for
+// advanceURLPct, whose rule is rs).
+func (s *Stream) advanceURL(rs *ruleState, b byte, from, j int64) {
+	rule := ruleURL
+	if rs == &s.rs[ruleURLPct] {
+		rule = ruleURLPct
+	}
 	switch rs.phase {
 	case phWatch:
 		switch {
@@ -422,26 +443,55 @@ func (s *Stream) advanceURL(rs *ruleState, b byte, j int64) {
 			rs.phase = phHold
 			rs.start = j + 1
 		default:
-			s.stop(ruleURL)
+			s.stop(rule)
 		}
 	case phHold:
 		switch {
 		case classURLPass[b]:
 			if j+1-rs.start >= holdLimit {
-				s.confirm(ruleURL, j+1)
+				s.confirm(rule, j+1)
 			}
 		case b == '@':
-			s.addInterval(rs.start, j)
-			s.stop(ruleURL)
+			s.addInterval(rs.start, from)
+			s.stop(rule)
 		default:
-			s.stop(ruleURL)
+			s.stop(rule)
 		}
 	case phSuppress:
 		if classURLPass[b] {
-			s.addInterval(j, j+1)
+			s.addInterval(from, j+1)
 		} else {
-			s.stop(ruleURL)
+			s.stop(rule)
 		}
+	}
+}
+
+// urlPctState is the escape that the percent-encoded URL rule is reading:
+// n bytes of it so far (1 after '%', 2 after its first digit), from from.
+type urlPctState struct {
+	n    uint8
+	hi   byte
+	from int64
+}
+
+// advanceURLPct feeds byte b of a percent-encoded URL's userinfo to the
+// URL rule, decoded: an escape stands for its byte, an unreserved
+// character for itself, and any other byte (a '&' or '+' of the query,
+// a broken escape) ends the URL.
+func (s *Stream) advanceURLPct(rs *ruleState, b byte, j int64) {
+	u := &s.urlPct
+	switch {
+	case u.n == 0 && b == '%':
+		u.n, u.from = 1, j
+	case u.n == 1 && hexDigits[b] < 16:
+		u.n, u.hi = 2, b
+	case u.n == 2 && hexDigits[b] < 16:
+		u.n = 0
+		s.advanceURL(rs, hexDigits[u.hi]<<4|hexDigits[b], u.from, j)
+	case u.n == 0 && classUnreserved[b]:
+		s.advanceURL(rs, b, j, j)
+	default:
+		s.stop(ruleURLPct)
 	}
 }
 

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -24,12 +25,28 @@ var tokenRegexps = []*regexp.Regexp{
 // urlPassword is the URL rule: its first group is the password.
 var urlPassword = regexp.MustCompile(`^(?:://|:\\/\\/)[A-Za-z0-9\-._~%!$&'()*+,;=]*:([A-Za-z0-9\-._~%!$&'()*+,;=:]+)@`)
 
+// urlPctPassword is the URL rule over a percent-encoded URL: each byte of
+// the userinfo is an unreserved character or an escape of a byte of its
+// class; its first group is the password.
+var urlPctPassword = func() *regexp.Regexp {
+	units := func(c *[256]bool) string {
+		alt := []string{`[A-Za-z0-9\-._~]`}
+		for b := range c {
+			if c[b] {
+				alt = append(alt, fmt.Sprintf(`%%(?i:%02x)`, b))
+			}
+		}
+		return `(?:` + strings.Join(alt, "|") + `)`
+	}
+	return regexp.MustCompile(`^(?i:%3a%2f%2f)` + units(classURLUser) + `*(?i:%3a)(` + units(classURLPass) + `+)%40`)
+}()
+
 // regexpRedact redacts the union of every rule's match at every start,
 // overlapping ones included.
 func regexpRedact(in []byte) []byte {
 	var ivs []interval
 	for i := range in {
-		if !strings.ContainsRune("gAxsre:", rune(in[i])) {
+		if !strings.ContainsRune("gAxsre:%", rune(in[i])) {
 			continue // no rule starts with this byte
 		}
 		for _, re := range tokenRegexps {
@@ -37,8 +54,10 @@ func regexpRedact(in []byte) []byte {
 				ivs = append(ivs, interval{int64(i), int64(i + m[1])})
 			}
 		}
-		if m := urlPassword.FindSubmatchIndex(in[i:]); m != nil {
-			ivs = append(ivs, interval{int64(i + m[2]), int64(i + m[3])})
+		for _, re := range []*regexp.Regexp{urlPassword, urlPctPassword} {
+			if m := re.FindSubmatchIndex(in[i:]); m != nil {
+				ivs = append(ivs, interval{int64(i + m[2]), int64(i + m[3])})
+			}
 		}
 	}
 	return maskIntervals(in, ivs)
@@ -51,7 +70,8 @@ func regexpRedact(in []byte) []byte {
 func TestTokenRulesAgainstRegexp(t *testing.T) {
 	frags := []string{"ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "ACCA", "xoxb-", "xapp-", "sk_live_",
 		"rk_test_", "sk-proj-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
-		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h"}
+		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
+		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40"}
 	rng := rand.New(rand.NewPCG(13, 14))
 	r := mustNew(t)
 	for round := 0; round < 1500; round++ {

@@ -78,6 +78,16 @@ var ruleCases = []struct{ name, in, want string }{
 	{"header name then other text", "Authorization=none of it", "Authorization=none of it"},
 	{"url in json with escaped slashes", `{"u":"https:\/\/bob:s3cret@example.com\/x"}`, `{"u":"https:\/\/bob:` + Marker + `@example.com\/x"}`},
 	{"url escaped slashes no password", `"http:\/\/localhost:8080\/x"`, `"http:\/\/localhost:8080\/x"`},
+	{"url percent-encoded", "GET /login?next=postgres%3A%2F%2Fapp%3Ahunter2pass%40db%3A5432%2Fapp&x=1 ok",
+		"GET /login?next=postgres%3A%2F%2Fapp%3A" + Marker + "%40db%3A5432%2Fapp&x=1 ok"},
+	{"url percent-encoded lower case", "u=https%3a%2f%2fbob%3as3cr%2Bt%3Ax%40h", "u=https%3a%2f%2fbob%3a" + Marker + "%40h"},
+	{"url percent-encoded twice", "u=https%3A%2F%2Fbob%3Ap%2540ss%40h", "u=https%3A%2F%2Fbob%3A" + Marker + "%40h"},
+	{"url percent-encoded no password", "u=https%3A%2F%2Fbob%40example.com%2Fx%3Fa%3Db&y=1", "u=https%3A%2F%2Fbob%40example.com%2Fx%3Fa%3Db&y=1"},
+	{"url percent-encoded port only", "u=http%3A%2F%2Flocalhost%3A8080%2Fx&z", "u=http%3A%2F%2Flocalhost%3A8080%2Fx&z"},
+	{"url percent-encoded value ends", "u=https%3A%2F%2Fbob%3Apass&next=%40", "u=https%3A%2F%2Fbob%3Apass&next=%40"},
+	{"url percent-encoded long password", "u=https%3A%2F%2Fb%3A" + strings.Repeat("p%41", 1500) + "%40h&x",
+		"u=https%3A%2F%2Fb%3A" + Marker + "%40h&x"}, // past holdLimit, then each escape as it comes
+	{"url percent-encoded broken escape", "u=https%3A%2F%2Fbob%3Apa%4Gss%40h", "u=https%3A%2F%2Fbob%3Apa%4Gss%40h"},
 }
 
 func TestFormatRules(t *testing.T) {

@@ -29,6 +29,7 @@ type Stream struct {
 	rs     [numRules]ruleState
 	pem    pemState
 	auth   authState
+	urlPct urlPctState
 
 	// lanes decode the escaping families (lane.go); detachedSet has a
 	// bit for each that is not following the raw scan.
@@ -406,6 +407,10 @@ func (s *Stream) frontierAt(pos int64, final bool) int64 {
 	if s.auth.phase == authSpace && s.auth.pct != 0 {
 		// An escape after the scheme may be the credential's first byte.
 		f = min(f, s.auth.pctStart)
+	}
+	if s.active&(1<<ruleURLPct) != 0 && s.rs[ruleURLPct].phase == phSuppress && s.urlPct.n != 0 {
+		// An escape after a confirmed password may go on with it.
+		f = min(f, s.urlPct.from)
 	}
 	for m := s.active; m != 0; m &= m - 1 {
 		rs := &s.rs[bits.TrailingZeros32(m)]
