@@ -522,18 +522,15 @@ func sortedSet(g []uint32) []uint32 {
 // spelling of the slots from index i (the needle is long enough that every
 // spelling has n bytes); inRun means that slot i is a run that has had a
 // byte already, so it may end.
-func prefixesFrom(slots []slot, i, n int, inRun bool, memo map[[4]int][]uint32) []uint32 {
+func prefixesFrom(slots []slot, i, n int, inRun bool, memo *gramMemo) []uint32 {
 	if n == 0 {
 		return []uint32{0}
 	}
 	if i == len(slots) {
 		return nil
 	}
-	key := [4]int{i, 0, n, 0}
-	if inRun {
-		key[3] = 1
-	}
-	if v, ok := memo[key]; ok {
+	key := memo.key(i, 0, n, inRun)
+	if v, ok := memo.get(key); ok {
 		return v
 	}
 	var out []uint32
@@ -561,24 +558,21 @@ func prefixesFrom(slots []slot, i, n int, inRun bool, memo map[[4]int][]uint32) 
 		}
 	}
 	out = sortedSet(out)
-	memo[key] = out
+	memo.put(key, out)
 	return out
 }
 
 // gramsAt returns the distinct grams of n bytes that lie skip bytes into
 // a spelling of the slots from index i (inRun as for prefixesFrom).
-func gramsAt(slots []slot, i, skip, n int, inRun bool, memo map[[4]int][]uint32) []uint32 {
+func gramsAt(slots []slot, i, skip, n int, inRun bool, memo *gramMemo) []uint32 {
 	if skip == 0 {
 		return prefixesFrom(slots, i, n, inRun, memo)
 	}
 	if i == len(slots) {
 		return nil
 	}
-	key := [4]int{i, skip, n, 0}
-	if inRun {
-		key[3] = 1
-	}
-	if v, ok := memo[key]; ok {
+	key := memo.key(i, skip, n, inRun)
+	if v, ok := memo.get(key); ok {
 		return v
 	}
 	var out []uint32
@@ -604,9 +598,37 @@ func gramsAt(slots []slot, i, skip, n int, inRun bool, memo map[[4]int][]uint32)
 		}
 	}
 	out = sortedSet(out)
-	memo[key] = out
+	memo.put(key, out)
 	return out
 }
+
+// gramMemo holds what prefixesFrom and gramsAt found for the slots of one
+// needle, by slot index, bytes skipped, gram length and an open run: a
+// table rather than a map, since compiling a secret looks it up some
+// hundred times for each of its forms and lanes.
+type gramMemo struct {
+	known [gramMemoLen]bool
+	grams [gramMemoLen][]uint32
+}
+
+// gramMemoLen covers slot indexes up to needleStride+2 (the slots end
+// there), skips below needleStride, lengths up to 4 and the open run.
+const gramMemoLen = (needleStride + 3) * needleStride * 5 * 2
+
+func (m *gramMemo) key(i, skip, n int, inRun bool) int {
+	k := ((i*needleStride+skip)*5 + n) * 2
+	if inRun {
+		k++
+	}
+	return k
+}
+
+func (m *gramMemo) get(k int) ([]uint32, bool) { return m.grams[k], m.known[k] }
+
+func (m *gramMemo) put(k int, g []uint32) { m.known[k], m.grams[k] = true, g }
+
+// reset forgets every entry, for the next needle.
+func (m *gramMemo) reset() { m.known = [gramMemoLen]bool{} }
 
 // spelledSet holds the spellings of the lanes' needles as the skip filters
 // need them: their first four bytes, and (offset<<24 | 3-gram) for their
@@ -621,6 +643,7 @@ type spelledSet struct {
 // one of its spellings and is in the filters already; it may come again.
 func spelledGrams(pats []pattern, lanes []laneSpec) spelledSet {
 	var out spelledSet
+	memo := new(gramMemo)
 	caches := make([]map[string][]string, len(lanes))
 	for i := range caches {
 		caches[i] = map[string][]string{}
@@ -631,7 +654,7 @@ func spelledGrams(pats []pattern, lanes []laneSpec) spelledSet {
 				continue
 			}
 			slots := ls.fam.slots(p.text, needleStride+2, caches[li])
-			memo := map[[4]int][]uint32{}
+			memo.reset()
 			out.prefixes = append(out.prefixes, prefixesFrom(slots, 0, 4, false, memo)...)
 			for o := 0; o < needleStride; o++ {
 				for _, g := range gramsAt(slots, 0, o, 3, false, memo) {
