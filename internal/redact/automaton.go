@@ -79,9 +79,10 @@ type pattern struct {
 	holding bool
 	trig    trigger
 	window  int
-	// esc marks a needle the escape lanes report, space one the
-	// whitespace lane reports (lane.go).
-	esc, space bool
+	// esc marks a needle the escape lanes report, pct one only the
+	// percent lanes report, space one the whitespace lane reports
+	// (lane.go).
+	esc, pct, space bool
 }
 
 // acState is one automaton state. The states of long needles are mostly
@@ -102,15 +103,18 @@ const (
 	flagHolding      = 1 << 8  // the state's text is a prefix of a holding pattern
 	flagEscHolding   = 1 << 9  // of a needle of the escape lanes
 	flagSpaceHolding = 1 << 10 // of a needle of the whitespace lane
-	outShift         = 11
+	flagPctHolding   = 1 << 11 // of a needle of the percent lanes only
+	outShift         = 12
 )
 
 // acOut is what ends at a state: the longest needle, the longest of those
-// the escape lanes and the whitespace lane report, and the triggers.
+// the escape lanes, the percent lanes alone and the whitespace lane
+// report, and the triggers.
 type acOut struct {
 	match int32
 	trigs []trigger
 	esc   int32
+	pct   int32
 	space int32
 }
 
@@ -257,9 +261,11 @@ type trieNode struct {
 	depth        int32
 	holding      bool
 	escHolding   bool
+	pctHolding   bool
 	spaceHolding bool
 	match        int32
-	esc, space   int32
+	esc, pct     int32
+	space        int32
 	trigs        []trigger
 }
 
@@ -323,6 +329,7 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 				nodes[v].holding = true
 			}
 			nodes[v].escHolding = nodes[v].escHolding || p.esc
+			nodes[v].pctHolding = nodes[v].pctHolding || p.pct
 			nodes[v].spaceHolding = nodes[v].spaceHolding || p.space
 			u = v
 		}
@@ -331,6 +338,9 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 			n.match = max(n.match, int32(len(p.text)))
 			if p.esc {
 				n.esc = max(n.esc, int32(len(p.text)))
+			}
+			if p.pct {
+				n.pct = max(n.pct, int32(len(p.text)))
 			}
 			if p.space {
 				n.space = max(n.space, int32(len(p.text)))
@@ -390,13 +400,17 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 		if n.spaceHolding {
 			st.info |= flagSpaceHolding
 		}
-		out := acOut{match: n.match, trigs: n.trigs, esc: n.esc, space: n.space}
+		if n.pctHolding {
+			st.info |= flagPctHolding
+		}
+		out := acOut{match: n.match, trigs: n.trigs, esc: n.esc, pct: n.pct, space: n.space}
 		if k := outIndex[fail[u]]; u != 0 && k > 0 {
 			// Own triggers come first: they are the longest, so when a rule
 			// has two ending here the earlier start wins.
 			inherited := a.outs[k-1]
 			out.match = max(out.match, inherited.match)
 			out.esc = max(out.esc, inherited.esc)
+			out.pct = max(out.pct, inherited.pct)
 			out.space = max(out.space, inherited.space)
 			out.trigs = append(append([]trigger(nil), n.trigs...), inherited.trigs...)
 		}

@@ -650,7 +650,7 @@ func spelledGrams(pats []pattern, lanes []laneSpec) spelledSet {
 	}
 	for _, p := range pats {
 		for li, ls := range lanes {
-			if ls.kind == laneSpace && !p.space || ls.kind == laneEscape && !p.esc {
+			if ls.kind == laneSpace && !p.space || ls.kind == laneEscape && !p.esc && !(p.pct && ls.fam.byteSlots) {
 				continue
 			}
 			slots := ls.fam.slots(p.text, needleStride+2, caches[li])

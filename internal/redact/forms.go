@@ -54,10 +54,8 @@ func Forms(secret string) []string {
 	add(url.QueryEscape(secret))
 	add(url.PathEscape(secret))
 	add(xmlEscape(secret))
-	for k := 0; k < 3 && len(secret)-k >= 3; k++ {
-		seg := []byte(secret[k : k+3*((len(secret)-k)/3)])
-		add(base64.RawStdEncoding.EncodeToString(seg))
-		add(base64.RawURLEncoding.EncodeToString(seg))
+	for _, f := range base64Forms(secret) {
+		add(f)
 	}
 	if !strings.Contains(secret, "\n") {
 		return out
@@ -74,6 +72,17 @@ func Forms(secret string) []string {
 			add(jsonEscape(l))
 			add(goQuote(l))
 		}
+	}
+	return out
+}
+
+// base64Forms returns the base64 and base64url forms of a secret (see
+// Forms), before the forms' length and uniqueness are enforced.
+func base64Forms(secret string) []string {
+	var out []string
+	for k := 0; k < 3 && len(secret)-k >= 3; k++ {
+		seg := []byte(secret[k : k+3*((len(secret)-k)/3)])
+		out = append(out, base64.RawStdEncoding.EncodeToString(seg), base64.RawURLEncoding.EncodeToString(seg))
 	}
 	return out
 }

@@ -49,6 +49,8 @@ type lane struct {
 	fam   *family
 	kind  int
 	index uint8 // in Stream.lanes
+	// flag marks the prefixes of the needles the lane reports (holdFlag).
+	flag uint32
 	// intro marks the bytes that may begin an escape or a run; first,
 	// second and oneByte are the laneSpec's.
 	intro   *[256]bool
@@ -99,15 +101,19 @@ func newLanes(specs []laneSpec) []lane {
 	ls := make([]lane, len(specs))
 	for i := range specs {
 		sp := &specs[i]
-		ls[i] = lane{fam: sp.fam, kind: sp.kind, index: uint8(i), intro: &sp.intro, first: &sp.first, second: &sp.second, oneByte: sp.oneByte}
+		ls[i] = lane{fam: sp.fam, kind: sp.kind, index: uint8(i), flag: holdFlag(sp), intro: &sp.intro, first: &sp.first, second: &sp.second, oneByte: sp.oneByte}
 	}
 	return ls
 }
 
-// holdFlag is the state flag of the prefixes a lane of kind k holds.
-func holdFlag(kind int) uint32 {
-	if kind == laneSpace {
+// holdFlag is the state flags of the prefixes of the needles a lane
+// reports, which it holds.
+func holdFlag(sp *laneSpec) uint32 {
+	switch {
+	case sp.kind == laneSpace:
 		return flagSpaceHolding
+	case sp.fam.byteSlots:
+		return flagEscHolding | flagPctHolding
 	}
 	return flagEscHolding
 }
@@ -253,8 +259,11 @@ func (l *lane) emit(s *Stream, c byte, from, to int64, escaped bool) {
 	if k := a.states[l.state].info >> outShift; k != 0 {
 		out := &a.outs[k-1]
 		m := out.esc
-		if l.kind == laneSpace {
+		switch {
+		case l.kind == laneSpace:
 			m = out.space
+		case l.flag&flagPctHolding != 0:
+			m = max(m, out.pct)
 		}
 		if m > 0 {
 			s.addInterval(l.ring[(l.k-int64(m))&mask], to)
@@ -286,7 +295,7 @@ func (l *lane) frontier(s *Stream, pos int64, final bool) int64 {
 		return pos
 	}
 	a := s.r.ac
-	flag := holdFlag(l.kind)
+	flag := l.flag
 	mask := int64(len(l.ring) - 1)
 	if l.inRun {
 		// The run is decoded byte l.k, not yet in the ring.
