@@ -20,7 +20,7 @@
 //
 // A program may escape any subset of a secret's characters, and libraries
 // differ in which they choose, so a list of each library's output cannot
-// be complete. Every form of a secret is also found in any
+// be complete. The forms of a secret are also found in any
 // spelling of an escaping family (family.go): each character as itself or
 // as any escape of the family that stands for it. The families are those
 // by which programs put a string into their output, and so into a log:
@@ -43,11 +43,12 @@
 // what they stand for to the same automaton, so this is still one pass
 // with one automaton (lane.go). A family is one table; adding one adds a
 // lane, which costs nothing while the text has none of its escapes.
-// Every form of [Forms] is a needle of every lane, so an escaping nested
-// in another (a JSON string percent-encoded or HTML-escaped, a URL's
-// path-escaped password in Go's JSON, a base64 form in a URL query) or in
-// itself (JSON in JSON, percent-encoding twice) is found when the inner
-// escaping is one of [Forms]; a form glued to a broken
+// Every form of [Forms] is a needle of every lane (a base64 form, of the
+// percent lanes: no other family rewrites base64's alphabet), so an
+// escaping nested in another (a JSON string percent-encoded or
+// HTML-escaped, a URL's path-escaped password in Go's JSON, a base64 form
+// in a URL query) or in itself (JSON in JSON, percent-encoding twice) is
+// found when the inner escaping is one of [Forms]; a form glued to a broken
 // escape before it (a lone backslash before \u0041) is read the way the
 // broken escape reads it. Go writes \xXX for bytes that are not UTF-8,
 // and Python's repr of bytes for every byte beyond ASCII, where Python's
