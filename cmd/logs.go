@@ -117,6 +117,12 @@ may show up to a second more than asked, never less.`,
 				if g.json || g.format == formatJSON {
 					return protocol.Errorf(protocol.CodeInvalidRequest, "--follow streams text, not JSON; for JSON, read windows with --offset, each from the last response's next_offset").With("field", "format")
 				}
+				if c.Flags().Changed("max-bytes") {
+					return protocol.Errorf(protocol.CodeInvalidRequest, "--follow streams the text to the end; --max-bytes sizes one window, so give one or the other").With("field", "max_bytes")
+				}
+				if err := checkLogsRequest(req); err != nil {
+					return err
+				}
 				return followLogs(env, req)
 			}
 			resp, err := runLogs(env, req)
@@ -135,19 +141,28 @@ may show up to a second more than asked, never less.`,
 	return c
 }
 
-func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
+// checkLogsRequest refuses what no window can answer, for logs and
+// --follow alike.
+func checkLogsRequest(req logsRequest) error {
 	if req.MonitorID == "" {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
+	}
+	if req.MaxBytes != nil && *req.MaxBytes < 4 {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "max_bytes" must be at least 4, room for one UTF-8 character`).With("field", "max_bytes")
+	}
+	if req.Offset != nil && *req.Offset < 0 {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "offset" must not be negative`).With("field", "offset")
+	}
+	return nil
+}
+
+func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
+	if err := checkLogsRequest(req); err != nil {
+		return nil, err
 	}
 	maxBytes := int64(defaultLogBytes)
 	if req.MaxBytes != nil {
-		if *req.MaxBytes < 4 {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "max_bytes" must be at least 4, room for one UTF-8 character`).With("field", "max_bytes")
-		}
 		maxBytes = *req.MaxBytes
-	}
-	if req.Offset != nil && *req.Offset < 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "offset" must not be negative`).With("field", "offset")
 	}
 	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {

@@ -194,7 +194,8 @@ func parseSince(now time.Time, since string) (time.Time, error) {
 		return now.Add(-d), nil
 	}
 	if n, err := strconv.ParseInt(since, 10, 64); err == nil && n >= 0 {
-		return now.Add(-time.Duration(n) * time.Second), nil
+		// Seconds past what a Duration holds (292 years) are all of it.
+		return now.Add(-time.Duration(min(n, math.MaxInt64/int64(time.Second))) * time.Second), nil
 	}
 	if t, err := time.Parse(time.RFC3339, since); err == nil {
 		return t, nil
