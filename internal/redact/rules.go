@@ -244,9 +244,14 @@ type pemState struct {
 }
 
 type authState struct {
-	k         uint8 // progress of authDFA over the header name
-	phase     uint8
-	quote     bool
+	k     uint8 // progress of authDFA over the header name
+	phase uint8
+	quote bool
+	// field says the name was a form or query field's (authorization=),
+	// whose value holds no raw space; valQuote is the quote that opened
+	// the value, or '\\' for an escaped one, which ends the credential.
+	field     bool
+	valQuote  byte
 	schemeLen uint8
 	scheme    [6]byte
 	// A header inside a percent-encoded value (a logged URL or form body)
@@ -547,6 +552,11 @@ func (s *Stream) authPhase(b byte, j int64) {
 			a.encoded = true
 			s.authByte(' ', j, j)
 			return
+		case a.field && a.phase == authScheme && (b == ' ' || b == '\t'):
+			// A field's value ends at a raw space: "authorization=bearer
+			// user=alice" is a log's field, not a header.
+			a.phase = authIdle
+			return
 		}
 	}
 	s.authByte(b, j, j)
@@ -567,6 +577,7 @@ func (s *Stream) authByte(b byte, from, to int64) {
 			a.quote = true
 		case b == ':' || b == '=':
 			a.phase = authColon
+			a.field = b == '='
 		default:
 			a.phase = authIdle
 		}
@@ -575,7 +586,11 @@ func (s *Stream) authByte(b byte, from, to int64) {
 		// Go prints an http.Header (map[Authorization:[Bearer x]]) and
 		// JSON encodes one ({"Authorization":["Bearer x"]}).
 		switch {
-		case b == ' ' || b == '\t' || b == '"' || b == '\'' || b == '\\' || b == '[':
+		case b == '"' || b == '\'' || b == '\\':
+			if a.valQuote == 0 {
+				a.valQuote = b
+			}
+		case b == ' ' || b == '\t' || b == '[':
 		case isLetter(b):
 			a.phase = authScheme
 			a.scheme[0] = lower(b)
@@ -608,7 +623,11 @@ func (s *Stream) authByte(b byte, from, to int64) {
 			s.addInterval(from, j+1)
 		}
 	case authCred:
-		if classSpace[b] || a.encoded && (b == '&' || b == '"') {
+		// The credential runs to a space; in a quoted value to its closing
+		// quote (or the backslash of an escaped one), so that compact JSON
+		// keeps the fields after it; encoded, to the end of the value.
+		if classSpace[b] || a.encoded && (b == '&' || b == '"') ||
+			a.valQuote != 0 && (b == a.valQuote || b == '\\') {
 			a.phase = authIdle
 		} else {
 			s.addInterval(j, j+1)

@@ -293,6 +293,8 @@ func (s *Stream) scan(p []byte, i int) int {
 			if int(ak) == len(authWord) && s.auth.phase != authCred {
 				s.auth.phase = authName
 				s.auth.quote = false
+				s.auth.field = false
+				s.auth.valQuote = 0
 				s.auth.pct = 0
 				s.auth.encoded = false
 			}
