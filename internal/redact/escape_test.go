@@ -275,7 +275,8 @@ func TestNestedEscapings(t *testing.T) {
 		return func(s string) string { return enc.EncodeToString([]byte(s[:len(s)/3*3])) }
 	}
 	inner := map[string]func(string) string{
-		"json": jsonEscape, "python json": pythonJSON, "go quote": goQuote, "bytes repr": bytesRepr,
+		"json": jsonEscape, "json html-safe": encoders["json html-safe"], "python json": pythonJSON,
+		"go quote": goQuote, "bytes repr": bytesRepr,
 		"query escape": url.QueryEscape, "path escape": url.PathEscape, "xml": xmlEscape,
 		"base64": b64(base64.RawStdEncoding), "base64url": b64(base64.RawURLEncoding),
 	}
@@ -303,10 +304,11 @@ func TestNestedEscapings(t *testing.T) {
 // form was a needle of the lanes.
 func TestNestedEscapingExamples(t *testing.T) {
 	for secret, in := range map[string]string{
-		`c0rrect"h0rse`: `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,         // quote(json.dumps(...))
-		`Xk9&mP2#qL<z`:  `{"dsn":"postgres://app:Xk9\u0026mP2%23qL%3Cz@db:5432/app"}`, // json.Marshal of a url.URL
-		`pässwörd-2024`: `p%5Cu00e4ssw%5Cu00f6rd-2024`,                                // quote(json.dumps(s))
-		`pa"ss1234`:     `{&#34;password&#34;:&#34;pa\&#34;ss1234&#34;}`,              // html.EscapeString(json)
+		`c0rrect"h0rse`:  `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,             // quote(json.dumps(...))
+		`Xk9&mP2#qL<z`:   `{"dsn":"postgres://app:Xk9\u0026mP2%23qL%3Cz@db:5432/app"}`,     // json.Marshal of a url.URL
+		`pässwörd-2024`:  `p%5Cu00e4ssw%5Cu00f6rd-2024`,                                    // quote(json.dumps(s))
+		`pa"ss1234`:      `{&#34;password&#34;:&#34;pa\&#34;ss1234&#34;}`,                  // html.EscapeString(json)
+		`Tr0ub4dor&3<x>`: `{"body":"{\"password\":\"Tr0ub4dor\\u00263\\u003cx\\u003e\"}"}`, // Go's JSON in JSON
 	} {
 		r := mustNew(t, secret)
 		if got := r.String(in); strings.Contains(got, in) || !strings.Contains(got, Marker) {

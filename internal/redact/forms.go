@@ -19,9 +19,10 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // secret may take in a service's output, deduplicated, each at least
 // MinSecretLen bytes long, in a stable order.
 //
-// The forms are the secret as is; escaped as JSON (without quotes or HTML
-// escaping, and as Python writes it by default, with every character
-// beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
+// The forms are the secret as is; escaped as JSON (without quotes; without
+// HTML escaping, with it as json.Marshal writes &, < and > as \u0026,
+// \u003c and \u003e, and as Python writes it by default, with every
+// character beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
 // its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query- and
 // path-escaped and XML-escaped; and base64 and base64url encoded: the base64 forms encode
 // secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding, the characters
@@ -48,6 +49,7 @@ func Forms(secret string) []string {
 	}
 	add(secret)
 	add(jsonEscape(secret))
+	add(jsonMarshal(secret))
 	add(asciiJSON(secret))
 	add(goQuote(secret))
 	add(bytesRepr(secret))
@@ -110,6 +112,17 @@ func jsonEscape(s string) string {
 	}
 	out := strings.TrimSuffix(buf.String(), "\n")
 	return out[1 : len(out)-1]
+}
+
+// jsonMarshal is s as json.Marshal writes it, without quotes: HTML-safe.
+// The escape lanes read that spelling of s itself; as a needle it is found
+// inside another escaping too (Go's JSON inside a JSON string, or in a URL).
+func jsonMarshal(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return s
+	}
+	return string(b[1 : len(b)-1])
 }
 
 // asciiJSON is s as Python's json.dumps writes it by default

@@ -18,6 +18,7 @@ func TestFormsOfSpecialSecret(t *testing.T) {
 	want := []string{
 		specialSecret,
 		`s3cr\"et/&<k>+ y=%`,                // JSON and Go-quoted agree here
+		`s3cr\"et/\u0026\u003ck\u003e+ y=%`, // json.Marshal, HTML-safe
 		"s3cr%22et%2F%26%3Ck%3E%2B+y%3D%25", // query
 		"s3cr%22et%2F&%3Ck%3E+%20y=%25",     // path
 		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",   // XML
