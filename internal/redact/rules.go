@@ -103,9 +103,11 @@ var (
 	// password may also contain ':'.
 	classURLUser = class("A-Za-z0-9-._~%!$&'()*+,;=")
 	classURLPass = class("A-Za-z0-9-._~%!$&'()*+,;=:")
-	// RFC 3986 unreserved: what a percent-encoded URL leaves as it is.
-	classUnreserved = class("A-Za-z0-9-._~")
-	classSpace      = class(" \t\n\r\v\f")
+	// What a percent-encoded URL's writers leave as it is in its userinfo:
+	// RFC 3986 unreserved, the sub-delims encodeURIComponent and Java's
+	// URLEncoder keep, and the ':' and '@' that url.PathEscape keeps.
+	classURLPctRaw = class("A-Za-z0-9-._~!'()*:@")
+	classSpace     = class(" \t\n\r\v\f")
 )
 
 var tokenRules = [numTokenRules]tokenRule{
@@ -139,6 +141,12 @@ func rulePatterns() []pattern {
 	for _, t := range caseVariants(urlTriggerPct) {
 		add(ruleURLPct, t, false, 4) // "2F" "F%"
 	}
+	for _, t := range caseVariants(urlTriggerPctColon) {
+		add(ruleURLPct, t, false, 1) // "3A" "A/"
+	}
+	for _, t := range caseVariants(urlTriggerPctSlashes) {
+		add(ruleURLPct, t, false, 2) // "2F" "F%"
+	}
 	return pats
 }
 
@@ -146,11 +154,15 @@ func rulePatterns() []pattern {
 // JSON string whose writer escapes '/' (PHP, some Java libraries), after
 // which the userinfo is as in the plain URL. urlTriggerPct, in either case
 // of its hex digits, starts the URL rule of a percent-encoded URL (one
-// inside a query or a form body), whose userinfo is read decoded.
+// inside a query or a form body), whose userinfo is read decoded; so do
+// the same with its slashes left alone (Python's quote keeps '/') and with
+// its colon left alone (url.PathEscape keeps ':').
 const (
-	urlTrigger     = "://"
-	urlTriggerJSON = `:\/\/`
-	urlTriggerPct  = "%3a%2f%2f"
+	urlTrigger           = "://"
+	urlTriggerJSON       = `:\/\/`
+	urlTriggerPct        = "%3a%2f%2f"
+	urlTriggerPctColon   = "%3a//"
+	urlTriggerPctSlashes = ":%2f%2f"
 )
 
 // authWindow places the stride window of the Authorization header name on
@@ -480,9 +492,9 @@ type urlPctState struct {
 }
 
 // advanceURLPct feeds byte b of a percent-encoded URL's userinfo to the
-// URL rule, decoded: an escape stands for its byte, an unreserved
-// character for itself, and any other byte (a '&' or '+' of the query,
-// a broken escape) ends the URL.
+// URL rule, decoded: an escape stands for its byte, a byte of
+// classURLPctRaw for itself, and any other byte (a '&' or '+' of the
+// query, a broken escape) ends the URL.
 func (s *Stream) advanceURLPct(rs *ruleState, b byte, j int64) {
 	u := &s.urlPct
 	switch {
@@ -493,7 +505,7 @@ func (s *Stream) advanceURLPct(rs *ruleState, b byte, j int64) {
 	case u.n == 2 && hexDigits[b] < 16:
 		u.n = 0
 		s.advanceURL(rs, hexDigits[u.hi]<<4|hexDigits[b], u.from, j)
-	case u.n == 0 && classUnreserved[b]:
+	case u.n == 0 && classURLPctRaw[b]:
 		s.advanceURL(rs, b, j, j)
 	default:
 		s.stop(ruleURLPct)

@@ -26,19 +26,22 @@ var tokenRegexps = []*regexp.Regexp{
 var urlPassword = regexp.MustCompile(`^(?:://|:\\/\\/)[A-Za-z0-9\-._~%!$&'()*+,;=]*:([A-Za-z0-9\-._~%!$&'()*+,;=:]+)@`)
 
 // urlPctPassword is the URL rule over a percent-encoded URL: each byte of
-// the userinfo is an unreserved character or an escape of a byte of its
-// class; its first group is the password.
+// the userinfo is itself (one the encoders leave alone) or an escape, of a
+// byte of its class; its first group is the password.
 var urlPctPassword = func() *regexp.Regexp {
 	units := func(c *[256]bool) string {
-		alt := []string{`[A-Za-z0-9\-._~]`}
+		var alt []string
 		for b := range c {
 			if c[b] {
 				alt = append(alt, fmt.Sprintf(`%%(?i:%02x)`, b))
+				if strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!'()*:@", byte(b)) >= 0 {
+					alt = append(alt, regexp.QuoteMeta(string(rune(b))))
+				}
 			}
 		}
 		return `(?:` + strings.Join(alt, "|") + `)`
 	}
-	return regexp.MustCompile(`^(?i:%3a%2f%2f)` + units(classURLUser) + `*(?i:%3a)(` + units(classURLPass) + `+)%40`)
+	return regexp.MustCompile(`^(?i:%3a%2f%2f|%3a//|:%2f%2f)` + units(classURLUser) + `*(?:(?i:%3a)|:)(` + units(classURLPass) + `+)(?:%40|@)`)
 }()
 
 // regexpRedact redacts the union of every rule's match at every start,
@@ -71,7 +74,8 @@ func TestTokenRulesAgainstRegexp(t *testing.T) {
 	frags := []string{"ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "ACCA", "xoxb-", "xapp-", "sk_live_",
 		"rk_test_", "sk-proj-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
 		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
-		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40"}
+		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40",
+		"%3A//", ":%2F%2F", "!", "'(", ")*"}
 	rng := rand.New(rand.NewPCG(13, 14))
 	r := mustNew(t)
 	for round := 0; round < 1500; round++ {

@@ -94,6 +94,11 @@ var ruleCases = []struct{ name, in, want string }{
 	{"url percent-encoded value ends", "u=https%3A%2F%2Fbob%3Apass&next=%40", "u=https%3A%2F%2Fbob%3Apass&next=%40"},
 	{"url percent-encoded long password", "u=https%3A%2F%2Fb%3A" + strings.Repeat("p%41", 1500) + "%40h&x",
 		"u=https%3A%2F%2Fb%3A" + Marker + "%40h&x"}, // past holdLimit, then each escape as it comes
+	{"url encodeURIComponent", "GET /login?next=https%3A%2F%2Fbob%3AS3cret!pa*ss(1)%40db.example.com%2F HTTP/1.1",
+		"GET /login?next=https%3A%2F%2Fbob%3A" + Marker + "%40db.example.com%2F HTTP/1.1"},
+	{"url python quote keeps slashes", "GET /login?next=https%3A//bob%3As3cretpass%40db.example.com/ HTTP/1.1",
+		"GET /login?next=https%3A//bob%3A" + Marker + "%40db.example.com/ HTTP/1.1"},
+	{"url go path escape", "redirect=https:%2F%2Fbob:s3cretpass@db&x", "redirect=https:%2F%2Fbob:" + Marker + "@db&x"},
 	{"url percent-encoded broken escape", "u=https%3A%2F%2Fbob%3Apa%4Gss%40h", "u=https%3A%2F%2Fbob%3Apa%4Gss%40h"},
 }
 
