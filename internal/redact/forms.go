@@ -126,8 +126,8 @@ func jsonMarshal(s string) string {
 }
 
 // asciiJSON is s as Python's json.dumps writes it by default
-// (ensure_ascii), without quotes: every character beyond ASCII as \uxxxx
-// in lower case, astral ones as surrogate pairs. The escape lanes read
+// (ensure_ascii), without quotes: every character beyond ASCII, and DEL,
+// as \uxxxx in lower case, astral ones as surrogate pairs. The escape lanes read
 // that spelling of s itself; as a needle it is found inside another
 // escaping too (a Python JSON body percent-encoded into a URL).
 func asciiJSON(s string) string {
@@ -147,7 +147,7 @@ func asciiJSON(s string) string {
 			b.WriteString(`\b`)
 		case r == '\f':
 			b.WriteString(`\f`)
-		case r < 0x20 || r >= utf8.RuneSelf:
+		case r < 0x20 || r >= 0x7f: // DEL too, as Python does
 			if r >= 0x10000 {
 				r -= 0x10000
 				fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+r>>10, 0xdc00+r&0x3ff)

@@ -3,9 +3,11 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -145,6 +147,53 @@ func TestXMLEscapeMatchesEncodingXML(t *testing.T) {
 		}
 		if got := xmlEscape(s); got != want.String() {
 			t.Errorf("xmlEscape(%q) = %q, encoding/xml writes %q", s, got, want.String())
+		}
+	}
+}
+
+// TestPythonFormsArePythons: the forms that say they are Python's output
+// are, byte for byte: asciiJSON is json.dumps (ensure_ascii) without its
+// quotes, and bytesRepr is repr of the UTF-8 bytes without b” (for
+// strings that hold no single quote, which Python would escape or quote
+// otherwise).
+func TestPythonFormsArePythons(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the Python shim's tests need it too")
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	var in []string
+	for range 300 {
+		s := strings.ReplaceAll(randomEscSecret(rng, 8+rng.IntN(20)), "'", "")
+		if strings.Contains(s, "\"") && rng.IntN(2) == 0 {
+			s = strings.ReplaceAll(s, "\"", "")
+		}
+		in = append(in, s+"\x7f\r\b\f\x1bé")
+	}
+	script := `import json, sys
+for s in json.load(sys.stdin):
+    print(json.dumps([json.dumps(s)[1:-1], repr(s.encode())[2:-1]]))`
+	cmd := exec.Command(py, "-c", script)
+	body, _ := json.Marshal(in)
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(in) {
+		t.Fatalf("python3 answered %d lines for %d strings", len(lines), len(in))
+	}
+	for i, l := range lines {
+		var want [2]string
+		if err := json.Unmarshal([]byte(l), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := asciiJSON(in[i]); got != want[0] {
+			t.Errorf("%q: asciiJSON %q, json.dumps %q", in[i], got, want[0])
+		}
+		if got := bytesRepr(in[i]); got != want[1] {
+			t.Errorf("%q: bytesRepr %q, repr %q", in[i], got, want[1])
 		}
 	}
 }
