@@ -20,13 +20,14 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // MinSecretLen bytes long, in a stable order.
 //
 // The forms are the secret as is; escaped as JSON (without quotes; without
-// HTML escaping, with it as json.Marshal writes &, < and > as \u0026,
-// \u003c and \u003e, and as Python writes it by default, with every
-// character beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
+// HTML escaping, with it as json.Marshal writes &, < and > as \u0026, \u003c
+// and \u003e, and as Python writes it by default, with every character
+// beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
 // its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query- and
-// path-escaped and XML-escaped; and base64 and base64url encoded: the base64 forms encode
-// secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding, the characters
-// the secret fully determines at any alignment inside a longer base64 blob.
+// path-escaped and XML-escaped; and base64 and base64url encoded: the base64
+// forms encode secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding,
+// the characters the secret fully determines at any alignment inside a
+// longer base64 blob.
 // A multi-line secret adds each line, as is and JSON- and Go-escaped, and
 // the whole secret with its line breaks written as "\n", "\r\n", " " or
 // "\t". Lines shorter than MinSecretLen are no forms of their own.
@@ -125,11 +126,11 @@ func jsonMarshal(s string) string {
 	return string(b[1 : len(b)-1])
 }
 
-// asciiJSON is s as Python's json.dumps writes it by default
-// (ensure_ascii), without quotes: every character beyond ASCII, and DEL,
-// as \uxxxx in lower case, astral ones as surrogate pairs. The escape lanes read
-// that spelling of s itself; as a needle it is found inside another
-// escaping too (a Python JSON body percent-encoded into a URL).
+// asciiJSON is s as Python's json.dumps writes it by default (ensure_ascii),
+// without quotes: every character beyond ASCII, and DEL, as \uxxxx in lower
+// case, astral ones as surrogate pairs. The escape lanes read that spelling
+// of s itself; as a needle it is found inside another escaping too (a Python
+// JSON body percent-encoded into a URL).
 func asciiJSON(s string) string {
 	var b strings.Builder
 	for _, r := range s {
