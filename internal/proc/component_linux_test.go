@@ -18,7 +18,12 @@ import (
 // rootServer serves the control socket of monitor id in a temporary state
 // directory, as a guardian holding root would; this test process plays the
 // guardian. It returns the state directory and the monitor as recorded.
-func rootServer(t *testing.T, root *componentRoot) (*state.Dir, *state.Monitor) {
+//
+// served has a value each time the server has closed a connection it
+// accepted: a client's close does not wait for the server, which may
+// accept a refused connection only after its client has gone, so a count
+// of this process's descriptors means something only once served says so.
+func rootServer(t *testing.T, root *componentRoot) (*state.Dir, *state.Monitor, <-chan struct{}) {
 	t.Helper()
 	dir := &state.Dir{Path: t.TempDir()}
 	const id = "m_00000000000000000000component"
@@ -31,6 +36,7 @@ func rootServer(t *testing.T, root *componentRoot) (*state.Dir, *state.Monitor) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := make(chan struct{}, 16)
 	go func() {
 		for {
 			conn, err := ctl.l.AcceptUnix()
@@ -39,6 +45,10 @@ func rootServer(t *testing.T, root *componentRoot) (*state.Dir, *state.Monitor) 
 			}
 			g.handle(conn)
 			conn.Close()
+			select {
+			case served <- struct{}{}:
+			default: // a test that does not count descriptors
+			}
 		}
 	}()
 	t.Cleanup(ctl.close)
@@ -46,7 +56,7 @@ func rootServer(t *testing.T, root *componentRoot) (*state.Dir, *state.Monitor) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, &state.Monitor{MonitorID: id, GuardianPID: os.Getpid(), GuardianStartTicks: ticks}
+	return dir, &state.Monitor{MonitorID: id, GuardianPID: os.Getpid(), GuardianStartTicks: ticks}, served
 }
 
 func openFDs(t *testing.T) int {
@@ -58,19 +68,20 @@ func openFDs(t *testing.T) int {
 	return len(fds)
 }
 
-// wantFDs fails unless the process comes back to want open descriptors.
-// The server end in this process closes its connection on its own time,
-// so the count is given a moment to settle.
-func wantFDs(t *testing.T, want int, after string) {
+// wantFDs fails unless, once the server has closed the one connection
+// made since (served), the process has want open descriptors. A count
+// that only had to come back to want in time could pass a leak while the
+// server's end was still open, and took a count made while a refused
+// connection's server end was open for a lasting one.
+func wantFDs(t *testing.T, want int, served <-chan struct{}, after string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		got := openFDs(t)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d descriptors open after %s, %d before", got, after, want)
-		}
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server did not close its end of the connection after %s", after)
+	}
+	if got := openFDs(t); got != want {
+		t.Fatalf("%d descriptors open after %s, %d before", got, after, want)
 	}
 }
 
@@ -99,7 +110,7 @@ func TestComponentRootHandedOver(t *testing.T) {
 		t.Fatal(held.err)
 	}
 	defer unix.Close(held.fd)
-	dir, m := rootServer(t, held)
+	dir, m, served := rootServer(t, held)
 
 	// The component is renamed and a symlink put in its place.
 	if err := os.Rename(comp, comp+".moved"); err != nil {
@@ -121,7 +132,7 @@ func TestComponentRootHandedOver(t *testing.T) {
 		t.Fatalf("the received root is not close-on-exec (flags %#x, %v)", flags, err)
 	}
 	unix.Close(fd)
-	wantFDs(t, before, "the handover")
+	wantFDs(t, before, served, "the handover")
 }
 
 // A root trusted only from the guardian the record names: a socket served
@@ -129,7 +140,7 @@ func TestComponentRootHandedOver(t *testing.T) {
 func TestComponentRootOnlyFromTheRecordedGuardian(t *testing.T) {
 	held := holdComponentRoot(t.TempDir())
 	defer unix.Close(held.fd)
-	dir, m := rootServer(t, held)
+	dir, m, served := rootServer(t, held)
 	for _, other := range []*state.Monitor{
 		{MonitorID: m.MonitorID, GuardianPID: os.Getppid(), GuardianStartTicks: m.GuardianStartTicks},
 		{MonitorID: m.MonitorID, GuardianPID: m.GuardianPID, GuardianStartTicks: m.GuardianStartTicks + 1},
@@ -141,7 +152,7 @@ func TestComponentRootOnlyFromTheRecordedGuardian(t *testing.T) {
 			}
 			t.Fatalf("ComponentRoot from pid %d with another start time: %v, want %v", other.GuardianPID, err, errNotTheGuardian)
 		}
-		wantFDs(t, before, "a refusal")
+		wantFDs(t, before, served, "a refusal")
 	}
 }
 
@@ -152,7 +163,7 @@ func TestComponentRootRefusals(t *testing.T) {
 	if missing.fd >= 0 || missing.err == nil {
 		t.Fatalf("holdComponentRoot of a missing directory: %+v", missing)
 	}
-	dir, m := rootServer(t, missing)
+	dir, m, _ := rootServer(t, missing)
 	var pe *protocol.Error
 	if fd, err := ComponentRoot(context.Background(), dir, m); !errors.As(err, &pe) {
 		if err == nil {
