@@ -93,7 +93,7 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 // begin (a last line without its newline counts as one), reading back
 // from the end in growing windows.
 func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
-	for window := int64(64 << 10); ; window *= 4 {
+	for window := int64(64 << 10); ; {
 		w, err := dir.ReadLogWindow(id, nil, window, final)
 		if err != nil {
 			return 0, err
@@ -114,6 +114,8 @@ func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
 		if w.Offset == 0 {
 			return 0, nil
 		}
+		// Four times the window, up to all the text the stream can make,
+		// whose window starts at 0.
 		window = min(window*4, textBound(w.StreamBytes))
 	}
 }
