@@ -261,7 +261,7 @@ type authState struct {
 	quote bool
 	// field says the name was a form or query field's (authorization=),
 	// whose value holds no raw space; valQuote is the quote that opened
-	// the value, or '\\' for an escaped one, which ends the credential.
+	// the value (escaped or not), which ends the credential.
 	field     bool
 	valQuote  byte
 	schemeLen uint8
@@ -598,11 +598,11 @@ func (s *Stream) authByte(b byte, from, to int64) {
 		// Go prints an http.Header (map[Authorization:[Bearer x]]) and
 		// JSON encodes one ({"Authorization":["Bearer x"]}).
 		switch {
-		case b == '"' || b == '\'' || b == '\\':
+		case b == '"' || b == '\'':
 			if a.valQuote == 0 {
 				a.valQuote = b
 			}
-		case b == ' ' || b == '\t' || b == '[':
+		case b == ' ' || b == '\t' || b == '[' || b == '\\':
 		case isLetter(b):
 			a.phase = authScheme
 			a.scheme[0] = lower(b)
@@ -636,10 +636,12 @@ func (s *Stream) authByte(b byte, from, to int64) {
 		}
 	case authCred:
 		// The credential runs to a space; in a quoted value to its closing
-		// quote (or the backslash of an escaped one), so that compact JSON
-		// keeps the fields after it; encoded, to the end of the value.
+		// quote, so that compact JSON keeps the fields after it (an escaped
+		// quote's backslash goes with the credential: a backslash inside
+		// it, as PHP writes \/, is no end); encoded, to the end of the
+		// value.
 		if classSpace[b] || a.encoded && (b == '&' || b == '"') ||
-			a.valQuote != 0 && (b == a.valQuote || b == '\\') {
+			a.valQuote != 0 && b == a.valQuote {
 			a.phase = authIdle
 		} else {
 			s.addInterval(j, j+1)
