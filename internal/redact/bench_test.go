@@ -138,7 +138,7 @@ var adversarialFamilies = []struct {
 	{"plain", func(s string) string { return s }},
 	{"backslash", func(s string) string {
 		r, n := utf8.DecodeRuneInString(s)
-		return fmt.Sprintf(`\u%04x`, r) + pythonJSON(s[n:])
+		return fmt.Sprintf(`\u%04x`, r) + asciiJSON(s[n:])
 	}},
 	{"percent", func(s string) string { return fmt.Sprintf("%%%02X", s[0]) + url.QueryEscape(s[1:]) }},
 	{"entity", func(s string) string {

@@ -41,7 +41,7 @@ func fuzzPieces() []string {
 		}
 		// Escaped twice: a form inside another family, and inside its own.
 		forms = append(forms, url.QueryEscape(jsonEscape(s)), html.EscapeString(jsonEscape(s)),
-			jsonEscape(jsonEscape(s)), url.PathEscape(url.QueryEscape(s)), pythonJSON(bytesRepr(s)))
+			jsonEscape(jsonEscape(s)), url.PathEscape(url.QueryEscape(s)), asciiJSON(bytesRepr(s)))
 		for _, f := range forms {
 			p = append(p, f, f[:len(f)/2], f[len(f)/2:])
 		}
