@@ -344,7 +344,7 @@ func (s *Stream) advance(b byte, j int64) {
 		case i == rulePEM:
 			s.advancePEM(rs, b, j)
 		case i == ruleURL:
-			s.advanceURL(rs, b, j, j)
+			s.advanceURL(ruleURL, rs, b, j, j)
 		case i == ruleURLPct:
 			s.advanceURLPct(rs, b, j)
 		}
@@ -444,14 +444,10 @@ func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
 	}
 }
 
-// advanceURL feeds the URL rule's userinfo byte b, which the input's
-// bytes [from, j] stand for (one byte, or a percent escape for
-// advanceURLPct, whose rule is rs).
-func (s *Stream) advanceURL(rs *ruleState, b byte, from, j int64) {
-	rule := ruleURL
-	if rs == &s.rs[ruleURLPct] {
-		rule = ruleURLPct
-	}
+// advanceURL feeds userinfo byte b to URL rule rule, whose state is rs;
+// the input's bytes [from, j] stand for b (one byte, or a percent escape
+// for advanceURLPct).
+func (s *Stream) advanceURL(rule int, rs *ruleState, b byte, from, j int64) {
 	switch rs.phase {
 	case phWatch:
 		switch {
@@ -504,9 +500,9 @@ func (s *Stream) advanceURLPct(rs *ruleState, b byte, j int64) {
 		u.n, u.hi = 2, b
 	case u.n == 2 && hexDigits[b] < 16:
 		u.n = 0
-		s.advanceURL(rs, hexDigits[u.hi]<<4|hexDigits[b], u.from, j)
+		s.advanceURL(ruleURLPct, rs, hexDigits[u.hi]<<4|hexDigits[b], u.from, j)
 	case u.n == 0 && classURLPctRaw[b]:
-		s.advanceURL(rs, b, j, j)
+		s.advanceURL(ruleURLPct, rs, b, j, j)
 	default:
 		s.stop(ruleURLPct)
 	}
