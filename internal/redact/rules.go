@@ -591,14 +591,15 @@ func (s *Stream) authByte(b byte, from, to int64) {
 		}
 	case authColon:
 		// The value: quoted, escaped-quoted, or the first of a list, as
-		// Go prints an http.Header (map[Authorization:[Bearer x]]) and
+		// Go prints an http.Header (map[Authorization:[Bearer x]], and
+		// with %#v http.Header{"Authorization":[]string{"Bearer x"}}) and
 		// JSON encodes one ({"Authorization":["Bearer x"]}).
 		switch {
 		case b == '"' || b == '\'':
 			if a.valQuote == 0 {
 				a.valQuote = b
 			}
-		case b == ' ' || b == '\t' || b == '[' || b == '\\':
+		case b == ' ' || b == '\t' || b == '[' || b == ']' || b == '{' || b == '\\':
 		case isLetter(b):
 			a.phase = authScheme
 			a.scheme[0] = lower(b)
@@ -611,6 +612,9 @@ func (s *Stream) authByte(b byte, from, to int64) {
 		case isLetter(b) && int(a.schemeLen) < len(a.scheme):
 			a.scheme[a.schemeLen] = lower(b)
 			a.schemeLen++
+		case b == '{' && string(a.scheme[:a.schemeLen]) == "string":
+			// Go's []string{ of %#v, before the value's quote.
+			a.phase = authColon
 		case b == ' ' || b == '\t':
 			switch string(a.scheme[:a.schemeLen]) {
 			case "bearer", "basic", "token":
