@@ -60,7 +60,8 @@
 // OpenAI and Anthropic tokens, JWTs, the credential of an Authorization
 // header (Bearer, Basic or Token; written as a header, as a JSON key,
 // escaped or not, as a form or query field, percent-encoded, or as Go
-// prints an http.Header), and the password of a URL's userinfo (also with
+// prints an http.Header), and the password of a URL's userinfo, up to the
+// authority's last '@' as URL parsers read it (also with
 // its slashes JSON-escaped, or the whole URL percent-encoded inside a
 // query or form body). Without secrets the
 // automaton is the same in every process, so its tables are generated into

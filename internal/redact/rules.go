@@ -99,10 +99,14 @@ var (
 	classB64URL     = class("A-Za-z0-9_-")
 	classJWT        = class("A-Za-z0-9_.-")
 	classPEMLabel   = class("A-Z0-9 ")
-	// RFC 3986 userinfo: unreserved, pct-encoded and sub-delims; the
-	// password may also contain ':'.
+	// RFC 3986 userinfo: unreserved, pct-encoded and sub-delims. The
+	// password may also contain ':', and what programs that build a URL
+	// by hand leave in it unescaped, as URL parsers read it up to the
+	// authority's last '@' (see advanceURL): '#' '^' '|' braces, brackets,
+	// and the backslash of a JSON escape. '"', '<', '>' and the backtick
+	// stay out: they end a URL in JSON, HTML and Markdown.
 	classURLUser = class("A-Za-z0-9-._~%!$&'()*+,;=")
-	classURLPass = class("A-Za-z0-9-._~%!$&'()*+,;=:")
+	classURLPass = class("A-Za-z0-9-._~%!$&'()*+,;=:#^|{}[]\\")
 	// What a percent-encoded URL's writers leave as it is in its userinfo:
 	// RFC 3986 unreserved, the sub-delims encodeURIComponent and Java's
 	// URLEncoder keep, and the ':' and '@' that url.PathEscape keeps.
@@ -461,12 +465,20 @@ func (s *Stream) advanceURL(rule int, rs *ruleState, b byte, from, j int64) {
 	case phHold:
 		switch {
 		case classURLPass[b]:
-			if j+1-rs.start >= holdLimit {
+			if j+1-rs.start < holdLimit {
+			} else if rs.seg == 0 {
 				s.confirm(rule, j+1)
+			} else {
+				s.stop(rule) // no host is that long: the last '@' was
 			}
 		case b == '@':
+			// The userinfo runs to the authority's last '@', as url.Parse
+			// and Python's urlsplit read it: a password with a raw '@'
+			// goes on past the first one. What follows an '@' (seg 1) is
+			// held until the authority ends, and becomes password if
+			// another '@' comes first.
 			s.addInterval(rs.start, from)
-			s.stop(rule)
+			rs.start, rs.seg = from, 1
 		default:
 			s.stop(rule)
 		}

@@ -22,8 +22,9 @@ var tokenRegexps = []*regexp.Regexp{
 	regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}[A-Za-z0-9_.-]*`),
 }
 
-// urlPassword is the URL rule: its first group is the password.
-var urlPassword = regexp.MustCompile(`^(?:://|:\\/\\/)[A-Za-z0-9\-._~%!$&'()*+,;=]*:([A-Za-z0-9\-._~%!$&'()*+,;=:]+)@`)
+// urlPassword is the URL rule: its first group is the password, which
+// runs to the last '@' before a byte that ends the authority.
+var urlPassword = regexp.MustCompile(`^(?:://|:\\/\\/)[A-Za-z0-9\-._~%!$&'()*+,;=]*:([A-Za-z0-9\-._~%!$&'()*+,;=:#^|{}\[\]\\@]*)@`)
 
 // urlPctPassword is the URL rule over a percent-encoded URL: each byte of
 // the userinfo is itself (one the encoders leave alone) or an escape, of a
@@ -41,7 +42,9 @@ var urlPctPassword = func() *regexp.Regexp {
 		}
 		return `(?:` + strings.Join(alt, "|") + `)`
 	}
-	return regexp.MustCompile(`^(?i:%3a%2f%2f|%3a//|:%2f%2f)` + units(classURLUser) + `*(?:(?i:%3a)|:)(` + units(classURLPass) + `+)(?:%40|@)`)
+	passOrAt := *classURLPass
+	passOrAt['@'] = true
+	return regexp.MustCompile(`^(?i:%3a%2f%2f|%3a//|:%2f%2f)` + units(classURLUser) + `*(?:(?i:%3a)|:)(` + units(&passOrAt) + `*)(?:%40|@)`)
 }()
 
 // regexpRedact redacts the union of every rule's match at every start,
@@ -58,7 +61,7 @@ func regexpRedact(in []byte) []byte {
 			}
 		}
 		for _, re := range []*regexp.Regexp{urlPassword, urlPctPassword} {
-			if m := re.FindSubmatchIndex(in[i:]); m != nil {
+			if m := re.FindSubmatchIndex(in[i:]); m != nil && m[3] > m[2] {
 				ivs = append(ivs, interval{int64(i + m[2]), int64(i + m[3])})
 			}
 		}
@@ -75,7 +78,7 @@ func TestTokenRulesAgainstRegexp(t *testing.T) {
 		"rk_test_", "sk-proj-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
 		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
 		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40",
-		"%3A//", ":%2F%2F", "!", "'(", ")*"}
+		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23"}
 	rng := rand.New(rand.NewPCG(13, 14))
 	r := mustNew(t)
 	for round := 0; round < 1500; round++ {

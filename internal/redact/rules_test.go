@@ -58,6 +58,15 @@ var ruleCases = []struct{ name, in, want string }{
 	{"url port only", "listening on http://localhost:8080\n", "listening on http://localhost:8080\n"},
 	{"url password with colon", "amqp://u:p:w@h", "amqp://u:" + Marker + "@h"},
 	{"two rules touching", "ghp_" + ghTok + "AKIAIOSFODNN7EXAMPLE", Marker},
+	{"url password with a raw @", "redis://:p@ssw0rd!2024@redis:6379/0 ok", "redis://:" + Marker + "@redis:6379/0 ok"},
+	{"url password with raw # ^ |", "postgres://app:p^ss#w0|rd@db:5432/app", "postgres://app:" + Marker + "@db:5432/app"},
+	{"url password json-escaped", `{"dsn":"postgres://app:Xk9\u0026mLp2qRt@db:5432/x"}`, `{"dsn":"postgres://app:` + Marker + `@db:5432/x"}`},
+	{"url host then another address", "https://bob:pw@example.com mail bob@example.org", "https://bob:" + Marker + "@example.com mail bob@example.org"},
+	{"url host in json then an address", `{"u":"https://bob:pw@h","e":"a@b"}`, `{"u":"https://bob:` + Marker + `@h","e":"a@b"}`},
+	{"url port at the end of the stream", "listening on http://localhost:8080", "listening on http://localhost:8080"},
+	{"url host at the end of the stream", "redis://:hunter2@cache", "redis://:" + Marker + "@cache"},
+	{"url host past holdLimit", "https://u:pw@" + strings.Repeat("h", holdLimit) + "@x", "https://u:" + Marker + "@" + strings.Repeat("h", holdLimit) + "@x"},
+	{"url percent-encoded password with an @", "u=https%3A%2F%2Fbob%3Ap%40ss%40h%2Fx&y", "u=https%3A%2F%2Fbob%3A" + Marker + "%40h%2Fx&y"},
 	{"token inside url password", "https://u:ghp_" + ghTok + "@h/", "https://u:" + Marker + "@h/"},
 	{"jwt in bearer", "Authorization: Bearer eyJhbGciOi.eyJzdWIi.abcdEFGH\n", "Authorization: Bearer " + Marker + "\n"},
 	// Escaped forms: tokens are made of characters no family escapes, so
@@ -218,7 +227,7 @@ func TestCharacterClasses(t *testing.T) {
 		{"aws", in(classUpperNum, "AZ09") && out(classUpperNum, "az_")},
 		{"slack", in(classAlnumDash, "aZ9-") && out(classAlnumDash, "_. ")},
 		{"url user", in(classURLUser, "aZ9-._~%!$&'()*+,;=") && out(classURLUser, ":@/?# \n")},
-		{"url password", in(classURLPass, "aZ9-._~%!$&'()*+,;=:") && out(classURLPass, "@/?# \n")},
+		{"url password", in(classURLPass, "aZ9-._~%!$&'()*+,;=:#^|{}[]\\") && out(classURLPass, "@/?\"<>` \n")},
 		{"space", in(classSpace, " \t\n\r\v\f") && out(classSpace, "a-")},
 	}
 	for _, c := range checks {

@@ -415,7 +415,13 @@ func (s *Stream) frontierAt(pos int64, final bool) int64 {
 		f = min(f, s.urlPct.from)
 	}
 	for m := s.active; m != 0; m &= m - 1 {
-		rs := &s.rs[bits.TrailingZeros32(m)]
+		i := bits.TrailingZeros32(m)
+		rs := &s.rs[i]
+		if final && (i == ruleURL || i == ruleURLPct) {
+			// No '@' can follow now: a password candidate ("localhost:8080")
+			// is none, and the host after an '@' stays the host.
+			continue
+		}
 		if rs.phase == phHold && rs.start < f {
 			f = rs.start
 		}
