@@ -56,7 +56,9 @@
 // the Go-quoted and bytes needles of [Forms] keep the bytes' reading.
 //
 // Independently of registration,
-// format rules redact private-key PEM blocks, GitHub, AWS, Slack, Stripe,
+// format rules redact private-key PEM blocks (through the END line, or up
+// to a byte no block holds, which ends a BEGIN line quoted in a message),
+// GitHub, AWS, Slack, Stripe,
 // OpenAI and Anthropic tokens, JWTs, the credential of an Authorization
 // header (Bearer, Basic or Token; written as a header, as a JSON key,
 // escaped or not, as a form or query field, percent-encoded, or as Go

@@ -99,6 +99,11 @@ var (
 	classB64URL     = class("A-Za-z0-9_-")
 	classJWT        = class("A-Za-z0-9_.-")
 	classPEMLabel   = class("A-Z0-9 ")
+	// What a private-key block holds after its BEGIN line, as written or
+	// printed: base64 and the line breaks, also escaped (\n) or rejoined
+	// with spaces, the headers of a legacy encrypted key (Proc-Type: 4,
+	// ENCRYPTED; DEK-Info: AES-128-CBC,hex), and the END line.
+	classPEMBody = class("A-Za-z0-9+/=:, \t\n\r\v\f\\-")
 	// RFC 3986 userinfo: unreserved, pct-encoded and sub-delims. The
 	// password may also contain ':', and what programs that build a URL
 	// by hand leave in it unescaped, as URL parsers read it up to the
@@ -413,7 +418,15 @@ func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
 		return
 	}
 	// The body and the END line are redacted byte by byte, never buffered,
-	// so a block without END costs nothing but its marker.
+	// so a block without END costs nothing but its marker. A byte that no
+	// block holds ends it: the BEGIN line was quoted in a message or in
+	// code ("expected -----BEGIN RSA PRIVATE KEY----- header"), and what
+	// follows is the log, not a key, which used to be redacted to the end
+	// of the stream.
+	if !classPEMBody[b] {
+		s.stop(rulePEM)
+		return
+	}
 	s.addInterval(j, j+1)
 	switch p.sub {
 	case pemBody:
