@@ -59,7 +59,9 @@
 // format rules redact private-key PEM blocks (through the END line, or up
 // to a byte no block holds, which ends a BEGIN line quoted in a message),
 // GitHub, AWS, Slack, Stripe,
-// OpenAI and Anthropic tokens, JWTs, the credential of an Authorization
+// OpenAI and Anthropic tokens (not glued to a word before them: the ACCA
+// of an upper-case hex digest, the sk-proj- of task-proj-; an AWS key id
+// is exactly 20 characters), JWTs, the credential of an Authorization
 // header (Bearer, Basic or Token; written as a header, as a JSON key,
 // escaped or not, as a form or query field, percent-encoded, or as Go
 // prints an http.Header), and the password of a URL's userinfo, up to the

@@ -67,13 +67,20 @@ const (
 
 // tokenRule is a literal prefix followed by a run of class characters; the
 // prefix and run are a credential once the run reaches min, and the rest of
-// the run is suppressed however long it is. window places the prefixes'
-// stride window (see automaton.go) on their two rarest digrams in logs.
+// the run is suppressed however long it is; with exact, the run is exactly
+// min long or no credential. window places the prefixes' stride window
+// (see automaton.go) on their two rarest digrams in logs.
+//
+// A prefix glued to a letter or digit before it is inside a word or a
+// blob (task-proj-x, the ACCA of an upper-case hex digest), not a token's
+// start; a letter or digit that ends an escape (\n, %3D, \u0026) is no
+// such glue (glued).
 type tokenRule struct {
 	prefixes []string
 	class    *[256]bool
 	min      int32
 	window   int
+	exact    bool
 }
 
 func class(spec string) *[256]bool {
@@ -122,14 +129,14 @@ var (
 var tokenRules = [numTokenRules]tokenRule{
 	// The windows avoid digrams common in logs: "gh" of "high", "ap" of
 	// "api", "sk" of "task".
-	ruleGitHub:    {[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, classAlnum, 36, 1}, // "hp" "p_"
-	ruleGitHubPAT: {[]string{"github_pat_"}, classAlnumUnder, 22, 5},                     // "b_" "_p"
-	ruleAWS:       {[]string{"AKIA", "ASIA", "ABIA", "ACCA"}, classUpperNum, 16, 1},      // "KI" "IA"
+	ruleGitHub:    {[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, classAlnum, 36, 1, false}, // "hp" "p_"
+	ruleGitHubPAT: {[]string{"github_pat_"}, classAlnumUnder, 22, 5, false},                     // "b_" "_p"
+	ruleAWS:       {[]string{"AKIA", "ASIA", "ABIA", "ACCA"}, classUpperNum, 16, 1, true},       // "KI" "IA"
 	ruleSlack: {[]string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-"},
-		classAlnumDash, 10, 2}, // "xb" "b-", "pp" "p-"
-	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16, 1}, // "k_" "_l"
-	ruleOpenAI:    {[]string{"sk-proj-"}, classB64URL, 20, 5},                                    // "oj" "j-"
-	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20, 1},                                     // "k-" "-a"
+		classAlnumDash, 10, 2, false}, // "xb" "b-", "pp" "p-"
+	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16, 1, false}, // "k_" "_l"
+	ruleOpenAI:    {[]string{"sk-proj-"}, classB64URL, 20, 5, false},                                    // "oj" "j-"
+	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20, 1, false},                                     // "k-" "-a"
 }
 
 // rulePatterns returns the literal triggers of every rule.
@@ -291,7 +298,7 @@ type authState struct {
 // suffix of it, which the running one covers.
 func (s *Stream) start(t trigger, at int64) {
 	bit := uint32(1) << t.rule
-	if s.active&bit != 0 {
+	if s.active&bit != 0 || int(t.rule) < numTokenRules && s.glued(at) {
 		return
 	}
 	s.active |= bit
@@ -313,6 +320,38 @@ func (s *Stream) start(t trigger, at int64) {
 		rs.phase = phWatch
 		s.urlPct.n = 0
 	}
+}
+
+// glued reports whether the input byte before position at is a letter or
+// digit that does not end an escape: \n, \t, %3D, \x3d or \u0026 stand
+// for what a token may follow.
+func (s *Stream) glued(at int64) bool {
+	b, ok := s.rawAt(at - 1)
+	if !ok || !isAlnum(b) {
+		return false
+	}
+	behind := func(k int64, want func(byte) bool) bool {
+		c, ok := s.rawAt(at - k)
+		return ok && want(c)
+	}
+	isBackslash := func(c byte) bool { return c == '\\' }
+	isHex := func(c byte) bool { return hexDigits[c] < 16 }
+	switch {
+	case behind(2, isBackslash):
+		return false
+	case behind(3, func(c byte) bool { return c == '%' }) && behind(2, isHex) && isHex(b):
+		return false
+	case behind(4, isBackslash) && behind(3, func(c byte) bool { return c|0x20 == 'x' }) && behind(2, isHex) && isHex(b):
+		return false
+	case behind(6, isBackslash) && behind(5, func(c byte) bool { return c|0x20 == 'u' }) &&
+		behind(4, isHex) && behind(3, isHex) && behind(2, isHex) && isHex(b):
+		return false
+	}
+	return true
+}
+
+func isAlnum(b byte) bool {
+	return b >= '0' && b <= '9' || b|0x20 >= 'a' && b|0x20 <= 'z'
 }
 
 func (s *Stream) stop(rule int) {
@@ -339,13 +378,19 @@ func (s *Stream) advance(b byte, j int64) {
 			tr := &tokenRules[i]
 			switch {
 			case !tr.class[b]:
+				if tr.exact && rs.n == tr.min {
+					s.addInterval(rs.start, j)
+				}
 				s.stop(i)
 			case rs.phase == phSuppress:
 				s.addInterval(j, j+1)
 			default:
 				rs.n++
-				if rs.n >= tr.min {
+				switch {
+				case !tr.exact && rs.n >= tr.min:
 					s.confirm(i, j+1)
+				case tr.exact && rs.n > tr.min:
+					s.stop(i) // too long for the format
 				}
 			}
 		case i == ruleJWT:

@@ -11,16 +11,25 @@ import (
 // tokenRegexps state the token and JWT rules as regular expressions
 // anchored at a start; the trailing part of each is the suppression that
 // runs to the end of the token's characters.
+// A token rule's match is its first group; the AWS key id is exactly 20
+// characters, its group followed by a byte that ends it.
 var tokenRegexps = []*regexp.Regexp{
-	regexp.MustCompile(`^(ghp_|gho_|ghu_|ghs_|ghr_)[A-Za-z0-9]{36,}`),
-	regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{22,}`),
-	regexp.MustCompile(`^(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16,}`),
-	regexp.MustCompile(`^(xox[abposr]|xapp)-[A-Za-z0-9-]{10,}`),
-	regexp.MustCompile(`^(sk|rk)_(live|test)_[A-Za-z0-9]{16,}`),
-	regexp.MustCompile(`^sk-proj-[A-Za-z0-9_-]{20,}`),
-	regexp.MustCompile(`^sk-ant-[A-Za-z0-9_-]{20,}`),
-	regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}[A-Za-z0-9_.-]*`),
+	regexp.MustCompile(`^((?:ghp_|gho_|ghu_|ghs_|ghr_)[A-Za-z0-9]{36,})`),
+	regexp.MustCompile(`^(github_pat_[A-Za-z0-9_]{22,})`),
+	regexp.MustCompile(`^((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)`),
+	regexp.MustCompile(`^((?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,})`),
+	regexp.MustCompile(`^((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})`),
+	regexp.MustCompile(`^(sk-proj-[A-Za-z0-9_-]{20,})`),
+	regexp.MustCompile(`^(sk-ant-[A-Za-z0-9_-]{20,})`),
 }
+
+// jwtRegexp is the JWT rule, which a byte before it does not change.
+var jwtRegexp = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}[A-Za-z0-9_.-]*`)
+
+// gluedAt says that a token starting at the end of text follows a letter
+// or digit of a word, not one that ends an escape.
+var gluedAt = regexp.MustCompile(`[A-Za-z0-9]$`)
+var escapeEnd = regexp.MustCompile(`(?:\\[A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\[xX][0-9A-Fa-f]{2}|\\[uU][0-9A-Fa-f]{4})$`)
 
 // urlPassword is the URL rule: its first group is the password, which
 // runs to the last '@' before a byte that ends the authority.
@@ -55,9 +64,15 @@ func regexpRedact(in []byte) []byte {
 		if !strings.ContainsRune("gAxsre:%", rune(in[i])) {
 			continue // no rule starts with this byte
 		}
+		if m := jwtRegexp.FindIndex(in[i:]); m != nil {
+			ivs = append(ivs, interval{int64(i), int64(i + m[1])})
+		}
 		for _, re := range tokenRegexps {
-			if m := re.FindIndex(in[i:]); m != nil {
-				ivs = append(ivs, interval{int64(i), int64(i + m[1])})
+			if gluedAt.Match(in[:i]) && !escapeEnd.Match(in[:i]) {
+				break
+			}
+			if m := re.FindSubmatchIndex(in[i:]); m != nil {
+				ivs = append(ivs, interval{int64(i), int64(i + m[3])})
 			}
 		}
 		for _, re := range []*regexp.Regexp{urlPassword, urlPctPassword} {
@@ -78,7 +93,8 @@ func TestTokenRulesAgainstRegexp(t *testing.T) {
 		"rk_test_", "sk-proj-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
 		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
 		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40",
-		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23"}
+		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23", `\n`, "%3D", `\x3d`, "7", "E",
+		"AKIAIOSFODNN7EXAMPLE", "0123456789ABCDEF"}
 	rng := rand.New(rand.NewPCG(13, 14))
 	r := mustNew(t)
 	for round := 0; round < 1500; round++ {

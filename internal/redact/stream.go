@@ -39,10 +39,13 @@ type Stream struct {
 	pending   []interval // sorted, disjoint, not adjacent
 	pendLimit int        // release once pending is longer
 	hold      []byte
-	pos       int64
-	emitted   int64
-	markOpen  bool // the output ends with a marker covering up to emitted
-	done      bool
+	// before has the raw bytes just before hold, as far as the stream
+	// has them (rawAt): a token rule looks behind its trigger.
+	before   [maxLookBehind]byte
+	pos      int64
+	emitted  int64
+	markOpen bool // the output ends with a marker covering up to emitted
+	done     bool
 
 	// During a Redact call: the output so far, the caller's bytes, and the
 	// position of cur[0]; hold then covers [curBase-len(hold), curBase).
@@ -502,6 +505,11 @@ func (s *Stream) emitRaw(from, to int64) {
 
 // retain keeps the bytes [emitted, pos) for the next call.
 func (s *Stream) retain() {
+	var before [maxLookBehind]byte
+	for k := range before {
+		before[k], _ = s.rawAt(s.emitted - maxLookBehind + int64(k))
+	}
+	s.before = before
 	if s.emitted >= s.curBase {
 		s.hold = append(s.hold[:0], s.cur[s.emitted-s.curBase:]...)
 		return
@@ -509,4 +517,22 @@ func (s *Stream) retain() {
 	base := s.curBase - int64(len(s.hold))
 	n := copy(s.hold, s.hold[s.emitted-base:])
 	s.hold = append(s.hold[:n], s.cur...)
+}
+
+// maxLookBehind is how far before the data in hand rawAt reaches.
+const maxLookBehind = 6
+
+// rawAt returns the input byte at position pos during a Redact call: one
+// of the caller's, one held, or one of the maxLookBehind before those.
+func (s *Stream) rawAt(pos int64) (byte, bool) {
+	base := s.curBase - int64(len(s.hold))
+	switch {
+	case pos < 0 || pos < base-maxLookBehind || pos >= s.curBase+int64(len(s.cur)):
+		return 0, false
+	case pos >= s.curBase:
+		return s.cur[pos-s.curBase], true
+	case pos >= base:
+		return s.hold[pos-base], true
+	}
+	return s.before[pos-(base-maxLookBehind)], true
 }

@@ -101,7 +101,7 @@ func TestSelfOverlappingSecrets(t *testing.T) {
 }
 
 func TestOverlappingAndAdjacentMatchesMerge(t *testing.T) {
-	secrets := []string{"abcdefghij", "ghijklmnop", "QRSTUVWXYZ"}
+	secrets := []string{"abcdefghij", "ghijklmnop", "QRSTUVWXYZ", "s3cr3t-key:"}
 	r := mustNew(t, secrets...)
 	needles := allNeedles(secrets)
 	cases := map[string]string{
@@ -110,7 +110,7 @@ func TestOverlappingAndAdjacentMatchesMerge(t *testing.T) {
 		"<abcdefghij QRSTUVWXYZ>":        "<" + Marker + " " + Marker + ">",
 		"<abcdefghijklmnopQRSTUVWXYZ>":   "<" + Marker + ">",
 		"abcdefghijabcdefghij":           Marker,
-		"QRSTUVWXYZghp_" + ghTok + "!":   Marker + "!", // needle touching a token
+		"s3cr3t-key:ghp_" + ghTok + "!":  Marker + "!", // needle touching a token
 		"<abcdefghijklmnop>QRSTUVWXYZ\n": "<" + Marker + ">" + Marker + "\n",
 	}
 	for in, want := range cases {
