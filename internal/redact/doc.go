@@ -62,7 +62,9 @@
 // OpenAI and Anthropic tokens (not glued to a word before them: the ACCA
 // of an upper-case hex digest, the sk-proj- of task-proj-; an AWS key id
 // is exactly 20 characters), JWTs, the credential of an Authorization
-// header (Bearer, Basic or Token; written as a header, as a JSON key,
+// header (Bearer, Basic or Token, then a credential of MinSecretLen bytes
+// or more, as a registered secret: not a word or a placeholder such as
+// <token> or $TOKEN; written as a header, as a JSON key,
 // escaped or not, as a form or query field, percent-encoded, or as Go
 // prints an http.Header), and the password of a URL's userinfo, up to the
 // authority's last '@' as URL parsers read it (also with

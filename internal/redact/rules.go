@@ -124,6 +124,9 @@ var (
 	// URLEncoder keep, and the ':' and '@' that url.PathEscape keeps.
 	classURLPctRaw = class("A-Za-z0-9-._~!'()*:@")
 	classSpace     = class(" \t\n\r\v\f")
+	// What an Authorization credential begins with: RFC 7235's token68,
+	// which base64 and every bearer token format are written in.
+	classAuthCred = class("A-Za-z0-9._~+/-")
 )
 
 var tokenRules = [numTokenRules]tokenRule{
@@ -291,6 +294,10 @@ type authState struct {
 	pctHi    byte
 	pctStart int64
 	encoded  bool
+	// credStart is where the credential began, and credLen how many of
+	// its bytes were read, up to MinSecretLen: until then it is held.
+	credStart int64
+	credLen   uint8
 }
 
 // start begins a rule's candidate at the given position unless one is
@@ -698,22 +705,32 @@ func (s *Stream) authByte(b byte, from, to int64) {
 	case authSpace:
 		switch {
 		case b == ' ' || b == '\t':
-		case classSpace[b]:
+		case !classAuthCred[b]:
+			// A line break, or a placeholder (<token>, $TOKEN, ${KEY},
+			// ***): no credential begins so.
 			a.phase = authIdle
 		default:
 			a.phase = authCred
-			s.addInterval(from, j+1)
+			a.credStart, a.credLen = from, 1
 		}
 	case authCred:
 		// The credential runs to a space; in a quoted value to its closing
 		// quote, so that compact JSON keeps the fields after it (an escaped
 		// quote's backslash goes with the credential: a backslash inside
 		// it, as PHP writes \/, is no end); encoded, to the end of the
-		// value.
+		// value. It is one only from MinSecretLen bytes on, as a
+		// registered secret is: "Authorization: Basic parsing" and
+		// "bearer xxx" are words, and are held until they end.
 		if classSpace[b] || a.encoded && (b == '&' || b == '"') ||
 			a.valQuote != 0 && b == a.valQuote {
 			a.phase = authIdle
-		} else {
+			return
+		}
+		switch a.credLen++; {
+		case a.credLen == MinSecretLen:
+			s.addInterval(a.credStart, j+1)
+		case a.credLen > MinSecretLen:
+			a.credLen = MinSecretLen
 			s.addInterval(j, j+1)
 		}
 	}

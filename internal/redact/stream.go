@@ -413,6 +413,9 @@ func (s *Stream) frontierAt(pos int64, final bool) int64 {
 		// An escape after the scheme may be the credential's first byte.
 		f = min(f, s.auth.pctStart)
 	}
+	if s.auth.phase == authCred && s.auth.credLen < MinSecretLen {
+		f = min(f, s.auth.credStart) // too short yet to be one
+	}
 	if s.active&(1<<ruleURLPct) != 0 && s.rs[ruleURLPct].phase == phSuppress && s.urlPct.n != 0 {
 		// An escape after a confirmed password may go on with it.
 		f = min(f, s.urlPct.from)
