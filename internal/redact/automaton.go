@@ -104,7 +104,10 @@ const (
 	flagEscHolding   = 1 << 9  // of a needle of the escape lanes
 	flagSpaceHolding = 1 << 10 // of a needle of the whitespace lane
 	flagPctHolding   = 1 << 11 // of a needle of the percent lanes only
-	outShift         = 12
+	// Every needle is marked for a lane kind (needlePatterns), so these
+	// are the prefixes of the needles.
+	flagNeedleHolding = flagEscHolding | flagSpaceHolding | flagPctHolding
+	outShift          = 12
 )
 
 // acOut is what ends at a state: the longest needle, the longest of those

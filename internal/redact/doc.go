@@ -85,7 +85,9 @@
 // per-rule limit of 4 KiB, never by the size of the output or of a line.
 //
 // At the end of the stream, a held-back tail of three or more bytes that could
-// still have become a credential (a prefix of a needle, of a rule's trigger or
-// of a rule's partial token, in any spelling) is replaced by the marker; a
-// shorter tail is released as is.
+// still have become a credential (a prefix of a needle in any spelling, or a
+// token begun after its rule's prefix) is replaced by the marker; a shorter
+// tail is released as is. A prefix of a rule's trigger alone holds no secret
+// and is released ("git" of github_pat_, the dashes of "-----END"), and so
+// is what a URL rule held: no '@' can follow.
 package redact

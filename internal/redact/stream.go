@@ -405,7 +405,15 @@ func (s *Stream) frontier(pos int64) int64 {
 
 // frontierAt is frontier; final says the stream ends at pos.
 func (s *Stream) frontierAt(pos int64, final bool) int64 {
-	f := pos - int64(s.r.ac.held(s.state))
+	held := s.r.ac.held(s.state)
+	if final {
+		// At the end only what may be secret material counts: a prefix of
+		// a needle, or a token begun after its rule's prefix; not the
+		// prefix of a trigger, which is no secret ("git" of github_pat_,
+		// the dashes of a certificate's END line).
+		held = s.r.ac.heldBy(s.state, flagNeedleHolding)
+	}
+	f := pos - int64(held)
 	for i := range s.lanes {
 		f = min(f, s.lanes[i].frontier(s, pos, final))
 	}
@@ -423,6 +431,9 @@ func (s *Stream) frontierAt(pos int64, final bool) int64 {
 	for m := s.active; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros32(m)
 		rs := &s.rs[i]
+		if final && i < numTokenRules && rs.n == 0 {
+			continue // "ghp_" alone
+		}
 		if final && (i == ruleURL || i == ruleURLPct) {
 			// No '@' can follow now: a password candidate ("localhost:8080")
 			// is none, and the host after an '@' stays the host.

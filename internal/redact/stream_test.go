@@ -161,8 +161,12 @@ func TestEOFTail(t *testing.T) {
 		"log: co":                   "log: co", // 2 bytes are released
 		"log: c":                    "log: c",
 		"log: correct-horse-batter": "log: " + Marker,
-		"log: ghp":                  "log: " + Marker, // a trigger prefix
+		"log: ghp":                  "log: ghp",  // a trigger's prefix holds no secret
+		"log: ghp_":                 "log: ghp_", // nor does the whole trigger
 		"log: gh":                   "log: gh",
+		"cloned o/r.git":            "cloned o/r.git",
+		"-----END CERTIFICATE-----": "-----END CERTIFICATE-----",
+		"log: ghp_a":                "log: " + Marker, // a token begun
 		"log: ghp_abc":              "log: " + Marker, // a partial token
 		"log: ghp_abc\n":            "log: ghp_abc\n",
 		"log: correct\n":            "log: correct\n",
