@@ -64,7 +64,8 @@ What each setting does:
                                uses one, never given back); null for no limit
   secret_env (optional)        names of environment variables whose values are
                                secrets, redacted from output on top of those
-                               named like *TOKEN*, *SECRET*, *PASSWORD*, *_KEY
+                               secret by name (*TOKEN*, *SECRET*, *PASSWORD*,
+                               *_KEY and the others procmon start --help lists)
   private_paths (optional)     paths wait --file refuses to read (default
                                .git, .ssh, .env)
 

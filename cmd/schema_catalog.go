@@ -118,7 +118,7 @@ var schemaCatalog = &schema.Catalog{
 		"command_ordinal":              "The durable command ordinal this start or exec took from the run's budget: 1, 2, 3, ... Starts and execs share one sequence; an ordinal is never given twice nor refunded.",
 		"argv":                         "The program and its arguments, argv[0] first; it is looked up through PATH. In a response, credentials in it are redacted.",
 		"cwd":                          "Working directory (absolute, or relative to the caller's). For a service it is also the component root file waits resolve beneath. Default: the caller's working directory.",
-		"env":                          "Environment variables added to (or replacing those of) the inherited environment, as NAME: VALUE. Values of variables named like *TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *CREDENTIAL* are redacted from the output.",
+		"env":                          "Environment variables added to (or replacing those of) the inherited environment, as NAME: VALUE. Values of variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *PASSPHRASE*, *APIKEY*, *CREDENTIAL*, *_KEY, *_PASS, *_PWD are redacted from the output.",
 		"secrets":                      "Literal strings to redact from the output wherever they appear, in any common escaping (each at least 8 bytes). Never stored.",
 		"secret_env":                   "Names of environment variables whose values are secrets to redact, besides those secret by name.",
 		"pid":                          "The process id of the service (or command); it leads its own process group.",

@@ -58,9 +58,10 @@ only for a command whose name starts with "-"). A --timeout is a work
 deadline counted from now: 30s, 10m, 2h, or a plain number of seconds.
 
 Start services in the foreground: a daemonizing service leaves its group.
-Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *CREDENTIAL*
-(and those named by --secret-env) are treated as secrets: their values
-are redacted from the output before it is stored.`,
+Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*,
+*PASSPHRASE*, *APIKEY*, *CREDENTIAL*, *_KEY, *_PASS or *_PWD (and those
+named by --secret-env) are treated as secrets: their values are redacted
+from the output before it is stored.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 || flagsUsed(c) {
 				req.Argv = args

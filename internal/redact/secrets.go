@@ -6,13 +6,19 @@ import (
 )
 
 // SecretName reports whether an environment variable holds a secret by
-// its name alone: *TOKEN*, *SECRET*, *PASSWORD*, *CREDENTIAL* or *_KEY,
-// in any case.
+// its name alone, in any case: *TOKEN*, *SECRET*, *PASSWORD*,
+// *CREDENTIAL* and *_KEY, as SPEC 3 names them, and the spellings of
+// the same that services read their credentials from: *PASSWD*,
+// *PASSPHRASE*, *APIKEY*, *_PASS (DB_PASS) and *_PWD (MYSQL_PWD; not
+// PWD or OLDPWD, which are directories).
 func SecretName(name string) bool {
 	n := strings.ToUpper(name)
-	return strings.Contains(n, "TOKEN") || strings.Contains(n, "SECRET") ||
-		strings.Contains(n, "PASSWORD") || strings.Contains(n, "CREDENTIAL") ||
-		strings.HasSuffix(n, "_KEY")
+	for _, w := range [...]string{"TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD", "PASSPHRASE", "APIKEY"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_PASS") || strings.HasSuffix(n, "_PWD")
 }
 
 // Secrets gathers the values a command's output is redacted of: the ones

@@ -20,9 +20,18 @@ func TestSecrets(t *testing.T) {
 		"PLAIN=" + long + "4",      // listed by name
 		"SHORT_SECRET=abc",
 		"EMPTY_TOKEN=",
+		"DB_PASS=" + long + "5",
+		"MYSQL_PWD=" + long + "6",
+		"SMTP_PASSWD=" + long + "7",
+		"GPG_PASSPHRASE=" + long + "8",
+		"MAPS_APIKEY=" + long + "9",
+		"PWD=/home/" + long + "not", // the working directory
+		"OLDPWD=/home/" + long + "not",
+		"SSH_ASKPASS=/usr/bin/" + long + "not", // a program
+		"COMPASS=" + long + "not",
 	}
 	secrets, warnings := Secrets(env, []string{"given-" + long}, []string{"PLAIN"})
-	want := []string{"given-" + long, long + "1", long + "2", long + "3", long + "4"}
+	want := []string{"given-" + long, long + "1", long + "2", long + "3", long + "4", long + "5", long + "6", long + "7", long + "8", long + "9"}
 	if !slices.Equal(secrets, want) {
 		t.Errorf("secrets %q, want %q", secrets, want)
 	}
