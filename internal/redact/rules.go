@@ -138,8 +138,22 @@ var tokenRules = [numTokenRules]tokenRule{
 	ruleSlack: {[]string{"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-"},
 		classAlnumDash, 10, 2, false}, // "xb" "b-", "pp" "p-"
 	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16, 1, false}, // "k_" "_l"
-	ruleOpenAI:    {[]string{"sk-proj-"}, classB64URL, 20, 5, false},                                    // "oj" "j-"
+	ruleOpenAI:    {[]string{"sk-proj-", "sk-svcacct-", "sk-admin-"}, classB64URL, 20, 5, false},        // "oj" "j-"; see windowAt
 	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20, 1, false},                                     // "k-" "-a"
+}
+
+// windowAt returns the stride window of a rule's prefix: the rule's, but
+// for the prefixes whose digrams there are common in logs ("in" of
+// "sk-admin-" at the OpenAI rule's 5), which take the window of their
+// two rarest.
+func windowAt(prefix string, window int) int {
+	switch prefix {
+	case "sk-svcacct-":
+		return 3 // "sv" "vc"
+	case "sk-admin-":
+		return 1 // "k-" "-a", the Anthropic rule's too
+	}
+	return window
 }
 
 // rulePatterns returns the literal triggers of every rule.
@@ -150,7 +164,7 @@ func rulePatterns() []pattern {
 	}
 	for i, tr := range tokenRules {
 		for _, p := range tr.prefixes {
-			add(i, p, true, tr.window)
+			add(i, p, true, windowAt(p, tr.window))
 		}
 	}
 	add(ruleJWT, "eyJ", true, 0)

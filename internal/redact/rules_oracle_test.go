@@ -19,7 +19,7 @@ var tokenRegexps = []*regexp.Regexp{
 	regexp.MustCompile(`^((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)`),
 	regexp.MustCompile(`^((?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,})`),
 	regexp.MustCompile(`^((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})`),
-	regexp.MustCompile(`^(sk-proj-[A-Za-z0-9_-]{20,})`),
+	regexp.MustCompile(`^((?:sk-proj-|sk-svcacct-|sk-admin-)[A-Za-z0-9_-]{20,})`),
 	regexp.MustCompile(`^(sk-ant-[A-Za-z0-9_-]{20,})`),
 }
 
@@ -90,7 +90,7 @@ func regexpRedact(in []byte) []byte {
 // stay far below holdLimit.
 func TestTokenRulesAgainstRegexp(t *testing.T) {
 	frags := []string{"ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "ACCA", "xoxb-", "xapp-", "sk_live_",
-		"rk_test_", "sk-proj-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
+		"rk_test_", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
 		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
 		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40",
 		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23", `\n`, "%3D", `\x3d`, "7", "E",

@@ -31,6 +31,8 @@ var ruleCases = []struct{ name, in, want string }{
 	{"aws after a unicode escape", `"\u003dAKIAIOSFODNN7EXAMPLE"`, `"\u003d` + Marker + `"`},
 	{"github after a percent escape", "q=tok%3Dghp_" + ghTok + "&x", "q=tok%3D" + Marker + "&x"},
 	{"github after a hex escape", `'\x3dghp_` + ghTok + `'`, `'\x3d` + Marker + `'`},
+	{"openai service account", "OPENAI_API_KEY=sk-svcacct-AbCdEfGhIjKlMnOpQrStUv_x ok", "OPENAI_API_KEY=" + Marker + " ok"},
+	{"openai admin key", "key: sk-admin-AbCdEfGhIjKlMnOpQrStUv-x\n", "key: " + Marker + "\n"},
 	{"openai prefix inside a word", "task-proj-backend-deployment-7d9f8c\n", "task-proj-backend-deployment-7d9f8c\n"},
 	{"anthropic prefix inside a word", "desk-ant-design-components-v5-abcdef\n", "desk-ant-design-components-v5-abcdef\n"},
 	{"slack prefix inside a word", "myxapp-frontend-service-deployment\n", "myxapp-frontend-service-deployment\n"},
