@@ -29,7 +29,9 @@
 //     JavaScript (\uXXXX in either case,
 //     surrogate pairs, \/ and the short escapes; Go's HTML-safe \u0026
 //     \u003c \u003e and Python's ensure_ascii are \uXXXX), Go's
-//     strconv.Quote and QuoteToASCII and Python's repr (\xXX, \UXXXXXXXX);
+//     strconv.Quote and QuoteToASCII and Python's repr (\xXX, \UXXXXXXXX),
+//     and a backslash before punctuation that stands for itself (Perl's
+//     \$ and \@, Java properties' \= and \:, bash's printf %q);
 //   - percent-encoding, of every logged URL and form body, in query form ('+' for a space) and path form
 //     ('+' as itself), any character, either hex case;
 //   - HTML and XML character references, of rendered pages, templates and

@@ -8,6 +8,7 @@ import (
 	"html"
 	"math/rand/v2"
 	"net/url"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -528,5 +529,73 @@ func TestDecodeWholeAgreesWithDecode(t *testing.T) {
 				t.Fatalf("%s %q: whole %d %q, a byte at a time %d %q", f.name, p, got, dec, n, want)
 			}
 		}
+	}
+}
+
+// TestBackslashBeforePunctuation: writers that put a backslash before
+// punctuation that stands for itself (Perl's Data::Dumper with Useqq,
+// bash's printf %q, Python's re.escape; Java's Properties.store by hand),
+// run for real where they are installed, over random ASCII secrets.
+func TestBackslashBeforePunctuation(t *testing.T) {
+	const punct = " !#$%&()*+,-.:;<=>?@[]^_`{|}~\"'\\/"
+	rng := rand.New(rand.NewPCG(71, 72))
+	var secrets []string
+	for range 60 {
+		b := []byte(randomSecret(rng, 8+rng.IntN(12)))
+		for k := 1 + rng.IntN(4); k > 0; k-- {
+			b[rng.IntN(len(b))] = punct[rng.IntN(len(punct))]
+		}
+		secrets = append(secrets, string(b))
+	}
+	// Each writes the form of each argument on a line of its own.
+	writers := map[string][]string{
+		"perl Data::Dumper": {"perl", "-MData::Dumper", "-e", `$Data::Dumper::Useqq=1; $Data::Dumper::Terse=1; $Data::Dumper::Indent=0; print Dumper($_), "\n" for @ARGV`},
+		"bash printf %q":    {"bash", "-c", `for s; do printf '%q\n' "$s"; done`, "_"},
+		"python re.escape":  {"python3", "-c", "import re, sys\nfor s in sys.argv[1:]: print(re.escape(s))"},
+	}
+	ran := 0
+	for name, argv := range writers {
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			t.Logf("%s: %s is not installed", name, argv[0])
+			continue
+		}
+		ran++
+		out, err := exec.Command(argv[0], append(argv[1:], secrets...)...).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		forms := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		if len(forms) != len(secrets) {
+			t.Fatalf("%s wrote %d lines for %d secrets", name, len(forms), len(secrets))
+		}
+		for i, s := range secrets {
+			checkBackslashForm(t, name, s, forms[i])
+		}
+	}
+	for _, s := range secrets[:10] {
+		// Properties.store escapes = : # ! and a leading space.
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if strings.IndexByte("=:#!\\", s[i]) >= 0 || i == 0 && s[i] == ' ' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(s[i])
+		}
+		checkBackslashForm(t, "java Properties", s, b.String())
+	}
+	if ran == 0 {
+		t.Skip("none of perl, bash and python3 is installed")
+	}
+}
+
+// checkBackslashForm checks that the form f of secret s, written by name,
+// is redacted whole in a log line, at every chunking.
+func checkBackslashForm(t *testing.T, name, s, f string) {
+	t.Helper()
+	r := mustNew(t, s)
+	in := []byte("key=" + f + " next\n")
+	out := checkChunkings(t, r, []string{s, f}, in, rand.New(rand.NewPCG(1, 2)))
+	if bytes.Contains(out, []byte(f)) || !bytes.Contains(out, []byte(Marker)) {
+		t.Errorf("%s of %q, %q: got %q", name, s, f, out)
 	}
 }

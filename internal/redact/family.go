@@ -27,12 +27,14 @@ const (
 )
 
 // escape is one way of spelling characters. A literal escape (base 0) is
-// prefix and stands for out; a numeric one is prefix, min to max digits in
-// base (either case for hex; with a variable count, at most zeros leading
+// prefix and stands for out, or with ident, prefix and one byte of ident,
+// which it stands for; a numeric one is prefix, min to max digits in base
+// (either case for hex; with a variable count, at most zeros leading
 // zeros) and term, and stands for the number.
 type escape struct {
 	prefix   string
 	out      string
+	ident    *[256]bool
 	base     int
 	min, max int
 	zeros    int
@@ -74,7 +76,8 @@ func always([]string) bool { return true }
 // (strconv.Quote and QuoteToASCII: \xXX, \UXXXXXXXX, \a \v) and of Python's
 // repr (\xXX, \', \UXXXXXXXX). \xXX stands for a code point, as in Python:
 // Go writes it only for bytes that are not UTF-8, whose Go-quoted form is a
-// needle of its own (Forms).
+// needle of its own (Forms). A backslash before punctuation stands for
+// the punctuation (classIdentEscape).
 var backslashFamily = family{
 	name: "backslash",
 	escapes: []escape{
@@ -84,9 +87,17 @@ var backslashFamily = family{
 		lit(`\"`, `"`), lit(`\'`, `'`), lit(`\\`, `\`), lit(`\/`, `/`),
 		lit(`\a`, "\a"), lit(`\b`, "\b"), lit(`\f`, "\f"), lit(`\n`, "\n"),
 		lit(`\r`, "\r"), lit(`\t`, "\t"), lit(`\v`, "\v"),
+		{prefix: `\`, ident: classIdentEscape},
 	},
 	needed: always,
 }
+
+// classIdentEscape is the punctuation that a backslash before it leaves
+// as it is, in every language here and in the writers that escape it so:
+// Perl's Data::Dumper (\$ \@), Java's Properties.store (\= \: \# \!),
+// bash's printf %q and Python's re.escape. The quotes, the backslash and
+// the slash are literal escapes of their own.
+var classIdentEscape = class(" !#$%&()*+,-.:;<=>?@[]^_`{|}~")
 
 // percentFamily is percent-encoding in query form, where '+' is a space
 // (url.QueryEscape, Python's quote_plus, HTML forms); either hex case.
@@ -233,6 +244,15 @@ func (e *escape) parse(p []byte) (escStatus, int, int) {
 	if len(p) < len(e.prefix) {
 		return escPartial, 0, 0
 	}
+	if e.ident != nil {
+		switch {
+		case len(p) == len(e.prefix):
+			return escPartial, 0, 0
+		case e.ident[p[len(e.prefix)]]:
+			return escDone, int(p[len(e.prefix)]), len(e.prefix) + 1
+		}
+		return escFail, 0, 0
+	}
 	if e.base == 0 {
 		return escDone, 0, len(e.prefix)
 	}
@@ -316,6 +336,8 @@ func (e *escape) parse(p []byte) (escStatus, int, int) {
 // returned.
 func (e *escape) appendValue(out []byte, v int) []byte {
 	switch {
+	case e.ident != nil:
+		return append(out, byte(v))
 	case e.base == 0:
 		return append(out, e.out...)
 	case e.unit == unitByte:
@@ -431,6 +453,12 @@ func (f *family) slots(needle string, n int, cache map[string][]string) []slot {
 func (f *family) spellings(ch string, byteVal bool, r rune) []string {
 	out := []string{ch}
 	for _, e := range f.escapes {
+		if e.ident != nil {
+			if len(ch) == 1 && e.ident[ch[0]] {
+				out = append(out, e.prefix+ch)
+			}
+			continue
+		}
 		if e.base == 0 {
 			if e.out == ch {
 				out = append(out, e.prefix)

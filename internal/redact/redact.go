@@ -104,11 +104,11 @@ func lanesFor(secrets []string) []laneSpec {
 		}
 		for i, e := range f.escapes {
 			for b := range ls.second {
-				if len(e.prefix) == 1 || e.prefix[1] == byte(b) {
+				if e.ident != nil && e.ident[b] || e.ident == nil && (len(e.prefix) == 1 || e.prefix[1] == byte(b)) {
 					ls.second[b] |= 1 << i
 				}
 			}
-			if len(e.prefix) == 1 && e.base == 0 {
+			if len(e.prefix) == 1 && e.base == 0 && e.ident == nil {
 				ls.oneByte |= 1 << i
 			}
 		}
