@@ -39,7 +39,10 @@
 //     decimal and hex, with up to two leading zeros (PHP writes &#039;)
 //     and any case of x and digits;
 //   - whitespace: any run of it where a multi-line secret breaks a line, as
-//     when a key or certificate is reindented or rejoined.
+//     when a key or certificate is reindented or rejoined;
+//   - a doubled quote, of SQL literals, YAML's single-quoted scalars and
+//     CSV fields (a quote inside is written twice), for a secret that
+//     holds a quote.
 //
 // Each family is a lane of the stream that decodes its escapes and feeds
 // what they stand for to the same automaton, so this is still one pass

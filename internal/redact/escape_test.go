@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -597,5 +598,56 @@ func checkBackslashForm(t *testing.T, name, s, f string) {
 	out := checkChunkings(t, r, []string{s, f}, in, rand.New(rand.NewPCG(1, 2)))
 	if bytes.Contains(out, []byte(f)) || !bytes.Contains(out, []byte(Marker)) {
 		t.Errorf("%s of %q, %q: got %q", name, s, f, out)
+	}
+}
+
+// TestDoubledQuotes: a secret with quotes, written by writers that double
+// a quote inside a string it delimits: Go's encoding/csv, Python's csv
+// and PyYAML where installed, and an SQL literal by hand.
+func TestDoubledQuotes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	var secrets []string
+	for range 40 {
+		b := []byte(randomSecret(rng, 8+rng.IntN(12)))
+		for k := 1 + rng.IntN(3); k > 0; k-- {
+			b[rng.IntN(len(b))] = `'"`[rng.IntN(2)]
+		}
+		b[0] = "!@%&*a"[rng.IntN(6)] // PyYAML quotes a value that begins so
+		secrets = append(secrets, string(b))
+	}
+	forms := map[string][]string{}
+	for _, s := range secrets {
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		w.Write([]string{"db", s})
+		w.Flush()
+		forms["go encoding/csv"] = append(forms["go encoding/csv"], strings.TrimSuffix(buf.String(), "\n"))
+		forms["sql literal"] = append(forms["sql literal"], "PASSWORD '"+strings.ReplaceAll(s, "'", "''")+"'")
+	}
+	python := map[string]string{
+		"python csv": "import csv, sys\nw = csv.writer(sys.stdout, lineterminator='\\n')\nfor s in sys.argv[1:]: w.writerow(['db', s])",
+		"pyyaml":     "import sys, yaml\nfor s in sys.argv[1:]: print(yaml.safe_dump({'password': s}, width=1000).strip())",
+	}
+	for name, script := range python {
+		out, err := exec.Command("python3", append([]string{"-c", script}, secrets...)...).Output()
+		if err != nil {
+			t.Logf("%s: not run (%v): python3 or its module is not installed", name, err)
+			continue
+		}
+		forms[name] = strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	}
+	for name, fs := range forms {
+		if len(fs) != len(secrets) {
+			t.Fatalf("%s wrote %d lines for %d secrets", name, len(fs), len(secrets))
+		}
+		for i, s := range secrets {
+			r := mustNew(t, s)
+			in := []byte("row " + fs[i] + " next\n")
+			out := checkChunkings(t, r, []string{s, fs[i]}, in, rng)
+			if !bytes.Contains(out, []byte(Marker)) || bytes.Contains(out, []byte(strings.ReplaceAll(s, `'`, `''`))) ||
+				bytes.Contains(out, []byte(strings.ReplaceAll(s, `"`, `""`))) {
+				t.Errorf("%s of %q, %q: got %q", name, s, fs[i], out)
+			}
+		}
 	}
 }

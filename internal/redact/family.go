@@ -162,8 +162,26 @@ var whitespaceFamily = family{
 	},
 }
 
+// quoteFamily is a quote doubled inside a string that the same quote
+// delimits: SQL literals, YAML's single-quoted scalars (which
+// PyYAML writes for a value that begins with ! @ % & * or holds ": "),
+// and CSV fields, each writing a quote inside twice. A lane only when a
+// secret holds a quote.
+var quoteFamily = family{
+	name:    "quote",
+	escapes: []escape{lit(`''`, `'`), lit(`""`, `"`)},
+	needed: func(secrets []string) bool {
+		for _, s := range secrets {
+			if strings.ContainsAny(s, `'"`) {
+				return true
+			}
+		}
+		return false
+	},
+}
+
 // families lists every family; the whitespace family comes first.
-var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily}
+var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily, &quoteFamily}
 
 // collapse rewrites every run of whitespace in s as one '\n' and trims it.
 func collapse(s string) string {
