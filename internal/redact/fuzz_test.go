@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +17,7 @@ var fuzzSecrets = []string{
 	"hunter2hunter2",
 	"multi-line\nsecret-value\r\nend",
 	`q"uo\te&<x>/+ %`,
+	"it's a p@ss $1",
 	"ab\ncd-é🔑\\x",
 }
 
@@ -41,7 +43,10 @@ func fuzzPieces() []string {
 		}
 		// Escaped twice: a form inside another family, and inside its own.
 		forms = append(forms, url.QueryEscape(jsonEscape(s)), html.EscapeString(jsonEscape(s)),
-			jsonEscape(jsonEscape(s)), url.PathEscape(url.QueryEscape(s)), asciiJSON(bytesRepr(s)))
+			jsonEscape(jsonEscape(s)), url.PathEscape(url.QueryEscape(s)), asciiJSON(bytesRepr(s)),
+			// A backslash before punctuation, and quotes written twice.
+			strings.NewReplacer("$", `\$`, "@", `\@`, "&", `\&`, " ", `\ `, "+", `\+`, "%", `\%`).Replace(s),
+			strings.ReplaceAll(strings.ReplaceAll(s, `'`, `''`), `"`, `""`))
 		for _, f := range forms {
 			p = append(p, f, f[:len(f)/2], f[len(f)/2:])
 		}
@@ -54,6 +59,7 @@ func fuzzPieces() []string {
 		"map[Authorization:[Bearer ", `\"Authorization\":\"Bearer `, "authorization=Bearer+",
 		"%3A%2F%2F", "%3a%2f%2fu%3A", "%40", "%25",
 		"@", "AKIA", "IOSFODNN7EXAMPLE", " ", "\n", "xoxb-", "sk-ant-",
+		"x", "ACCA", "sk-admin-", "\\n", "%3D", "p@ss", "#^", "''", `""`, "$", "\\$", "<token>", "-----END ",
 	)
 	return p
 }
