@@ -544,10 +544,11 @@ func (s *Stream) advanceURL(rule int, rs *ruleState, b byte, from, j int64) {
 	case phHold:
 		switch {
 		case classURLPass[b]:
-			if j+1-rs.start < holdLimit {
-			} else if rs.seg == 0 {
+			switch {
+			case j+1-rs.start < holdLimit:
+			case rs.seg == 0:
 				s.confirm(rule, j+1)
-			} else {
+			default:
 				s.stop(rule) // no host is that long: the last '@' was
 			}
 		case b == '@':
@@ -626,8 +627,9 @@ func urlInert(p []byte, i int) bool {
 
 // authPhase feeds byte b to the Authorization header matcher once the
 // header name has been seen (the scan matches the name itself). The header
-// name and scheme are never redacted, so nothing here holds bytes back;
-// only the credential after the scheme is redacted, as it comes.
+// name and scheme are never redacted, and hold nothing back; only the
+// credential after the scheme is, held until it is MinSecretLen bytes
+// long and redacted as it comes from there.
 func (s *Stream) authPhase(b byte, j int64) {
 	a := &s.auth
 	if a.phase != authCred {
