@@ -33,6 +33,7 @@ var ruleCases = []struct{ name, in, want string }{
 	{"github after a hex escape", `'\x3dghp_` + ghTok + `'`, `'\x3d` + Marker + `'`},
 	{"openai service account", "OPENAI_API_KEY=sk-svcacct-AbCdEfGhIjKlMnOpQrStUv_x ok", "OPENAI_API_KEY=" + Marker + " ok"},
 	{"openai admin key", "key: sk-admin-AbCdEfGhIjKlMnOpQrStUv-x\n", "key: " + Marker + "\n"},
+	{"token glued inside another's marker", "xoxb-ACCAsk-proj-abcdefghijklmnopqrstuvwxyz_tail\n", Marker + "_tail\n"},
 	{"openai prefix inside a word", "task-proj-backend-deployment-7d9f8c\n", "task-proj-backend-deployment-7d9f8c\n"},
 	{"anthropic prefix inside a word", "desk-ant-design-components-v5-abcdef\n", "desk-ant-design-components-v5-abcdef\n"},
 	{"slack prefix inside a word", "myxapp-frontend-service-deployment\n", "myxapp-frontend-service-deployment\n"},
@@ -282,5 +283,15 @@ func TestRuleWindows(t *testing.T) {
 	}
 	if authWindow+ruleStride+1 > len(authWord) || authWindow+ruleStride-1 > maxRuleOffset {
 		t.Errorf("authorization window %d", authWindow)
+	}
+}
+
+// TestLookBehindCoversTriggers: glued reads six bytes before a trigger's
+// first byte, which may lie a trigger's length before the bytes held.
+func TestLookBehindCoversTriggers(t *testing.T) {
+	for _, p := range rulePatterns() {
+		if need := len(p.text) - 1 + 6; need > maxLookBehind {
+			t.Errorf("trigger %q needs %d bytes of look-behind, maxLookBehind is %d", p.text, need, maxLookBehind)
+		}
 	}
 }
