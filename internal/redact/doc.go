@@ -64,7 +64,8 @@
 // format rules redact private-key PEM blocks (through the END line, or up
 // to a byte no block holds, which ends a BEGIN line quoted in a message),
 // GitHub, AWS, Slack, Stripe,
-// OpenAI and Anthropic tokens (not glued to a word before them: the ACCA
+// OpenAI and Anthropic tokens, and GitLab, npm, PyPI and Google API
+// tokens beyond SPEC 8's list (not glued to a word before them: the ACCA
 // of an upper-case hex digest, the sk-proj- of task-proj-; an AWS key id
 // is exactly 20 characters), JWTs, the credential of an Authorization
 // header (Bearer, Basic or Token, then a credential of MinSecretLen bytes

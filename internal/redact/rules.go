@@ -25,6 +25,10 @@ const (
 	ruleStripe
 	ruleOpenAI
 	ruleAnthropic
+	ruleGitLab
+	ruleNPM
+	rulePyPI
+	ruleGoogle
 	numTokenRules
 )
 
@@ -150,6 +154,14 @@ var tokenRules = [numTokenRules]tokenRule{
 	ruleStripe:    {[]string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, classAlnum, 16, 1, false}, // "k_" "_l"
 	ruleOpenAI:    {[]string{"sk-proj-", "sk-svcacct-", "sk-admin-"}, classB64URL, 20, 5, false},        // "oj" "j-"; see windowAt
 	ruleAnthropic: {[]string{"sk-ant-"}, classB64URL, 20, 1, false},                                     // "k-" "-a"
+	// Beyond SPEC 8's list, the registries and hosts a coding agent's
+	// services publish to and call: GitLab, npm, PyPI (whose prefix is the
+	// base64 of its macaroon's location, pypi.org) and Google API keys (39
+	// characters exactly).
+	ruleGitLab: {[]string{"glpat-"}, classB64URL, 20, 0, false},               // "gl" "lp"
+	ruleNPM:    {[]string{"npm_"}, classAlnum, 36, 1, false},                  // "pm" "m_"
+	rulePyPI:   {[]string{"pypi-AgEIcHlwaS5vcmc"}, classB64URL, 50, 6, false}, // "gE" "EI"
+	ruleGoogle: {[]string{"AIza"}, classB64URL, 35, 1, true},                  // "Iz" "za"
 }
 
 // windowAt returns the stride window of a rule's prefix: the rule's, but

@@ -21,6 +21,10 @@ var tokenRegexps = []*regexp.Regexp{
 	regexp.MustCompile(`^((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,})`),
 	regexp.MustCompile(`^((?:sk-proj-|sk-svcacct-|sk-admin-)[A-Za-z0-9_-]{20,})`),
 	regexp.MustCompile(`^(sk-ant-[A-Za-z0-9_-]{20,})`),
+	regexp.MustCompile(`^(glpat-[A-Za-z0-9_-]{20,})`),
+	regexp.MustCompile(`^(npm_[A-Za-z0-9]{36,})`),
+	regexp.MustCompile(`^(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})`),
+	regexp.MustCompile(`^(AIza[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]|$)`),
 }
 
 // jwtRegexp is the JWT rule, which a byte before it does not change.
@@ -61,7 +65,7 @@ var urlPctPassword = func() *regexp.Regexp {
 func regexpRedact(in []byte) []byte {
 	var ivs []interval
 	for i := range in {
-		if !strings.ContainsRune("gAxsre:%", rune(in[i])) {
+		if !strings.ContainsRune("gAxsre:%np", rune(in[i])) {
 			continue // no rule starts with this byte
 		}
 		if m := jwtRegexp.FindIndex(in[i:]); m != nil {
@@ -90,7 +94,7 @@ func regexpRedact(in []byte) []byte {
 // stay far below holdLimit.
 func TestTokenRulesAgainstRegexp(t *testing.T) {
 	frags := []string{"ghp_", "gho_", "github_pat_", "AKIA", "ASIA", "ACCA", "xoxb-", "xapp-", "sk_live_",
-		"rk_test_", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-ant-", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
+		"rk_test_", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-ant-", "glpat-", "npm_", "pypi-AgEIcHlwaS5vcmc", "AIza", "0123456789ABCDEFGHIJabcdefghij-_", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
 		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
 		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40",
 		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23", `\n`, "%3D", `\x3d`, "7", "E",
