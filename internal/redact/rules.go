@@ -87,14 +87,6 @@ type tokenRule struct {
 	exact    bool
 }
 
-// withUTF8 adds the bytes of multi-byte UTF-8 characters to c.
-func withUTF8(c *[256]bool) *[256]bool {
-	for b := 0x80; b < 0x100; b++ {
-		c[b] = true
-	}
-	return c
-}
-
 func class(spec string) *[256]bool {
 	var c [256]bool
 	for i := 0; i < len(spec); i++ {
@@ -128,11 +120,9 @@ var (
 	// by hand leave in it unescaped, as URL parsers read it up to the
 	// authority's last '@' (see advanceURL): '#' '^' '|' braces, brackets,
 	// and the backslash of a JSON escape. '"', '<', '>' and the backtick
-	// stay out: they end a URL in JSON, HTML and Markdown. Both take the
-	// bytes of UTF-8 too (a user or password written unescaped, as
-	// jürgen:pässword).
-	classURLUser = withUTF8(class("A-Za-z0-9-._~%!$&'()*+,;="))
-	classURLPass = withUTF8(class("A-Za-z0-9-._~%!$&'()*+,;=:#^|{}[]\\"))
+	// stay out: they end a URL in JSON, HTML and Markdown.
+	classURLUser = class("A-Za-z0-9-._~%!$&'()*+,;=")
+	classURLPass = class("A-Za-z0-9-._~%!$&'()*+,;=:#^|{}[]\\")
 	// What a percent-encoded URL's writers leave as it is in its userinfo:
 	// RFC 3986 unreserved, the sub-delims encodeURIComponent and Java's
 	// URLEncoder keep, and the ':' and '@' that url.PathEscape keeps.
