@@ -97,6 +97,7 @@ var ruleCases = []struct{ name, in, want string }{
 	{"url password with colon", "amqp://u:p:w@h", "amqp://u:" + Marker + "@h"},
 	{"two rules touching", "ghp_" + ghTok + "AKIAIOSFODNN7EXAMPLE", Marker},
 	{"url password with a raw @", "redis://:p@ssw0rd!2024@redis:6379/0 ok", "redis://:" + Marker + "@redis:6379/0 ok"},
+	{"url port in cjk text", "访问http://127.0.0.1:8080失败，请联系ops@corp.com\n", "访问http://127.0.0.1:8080失败，请联系ops@corp.com\n"},
 	{"url password with raw # ^ |", "postgres://app:p^ss#w0|rd@db:5432/app", "postgres://app:" + Marker + "@db:5432/app"},
 	{"url password json-escaped", `{"dsn":"postgres://app:Xk9\u0026mLp2qRt@db:5432/x"}`, `{"dsn":"postgres://app:` + Marker + `@db:5432/x"}`},
 	{"url host then another address", "https://bob:pw@example.com mail bob@example.org", "https://bob:" + Marker + "@example.com mail bob@example.org"},
