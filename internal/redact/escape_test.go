@@ -613,8 +613,16 @@ func TestDoubledQuotes(t *testing.T) {
 			b[rng.IntN(len(b))] = `'"`[rng.IntN(2)]
 		}
 		b[0] = "!@%&*a"[rng.IntN(6)] // PyYAML quotes a value that begins so
+		if rng.IntN(3) == 0 {
+			// Two of a quote side by side, which a writer delimiting
+			// with the other quote leaves as they are.
+			k := 1 + rng.IntN(len(b)-2)
+			b[k], b[k+1] = `'"`[rng.IntN(2)], b[k]
+			b[k+1] = b[k]
+		}
 		secrets = append(secrets, string(b))
 	}
+	secrets = append(secrets, `pa'ss""word`, `pa"ss''word`)
 	forms := map[string][]string{}
 	for _, s := range secrets {
 		var buf bytes.Buffer
@@ -649,5 +657,12 @@ func TestDoubledQuotes(t *testing.T) {
 				t.Errorf("%s of %q, %q: got %q", name, s, fs[i], out)
 			}
 		}
+	}
+}
+
+// TestLaneBitsFit: Redactor.intro has a bit for each lane in a uint8.
+func TestLaneBitsFit(t *testing.T) {
+	if len(families) > 8 {
+		t.Fatalf("%d families, and Redactor.intro holds 8 lanes", len(families))
 	}
 }

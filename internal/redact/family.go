@@ -162,26 +162,33 @@ var whitespaceFamily = family{
 	},
 }
 
-// quoteFamily is a quote doubled inside a string that the same quote
-// delimits: SQL literals, YAML's single-quoted scalars (which
-// PyYAML writes for a value that begins with ! @ % & * or holds ": "),
-// and CSV fields, each writing a quote inside twice. A lane only when a
-// secret holds a quote.
-var quoteFamily = family{
-	name:    "quote",
-	escapes: []escape{lit(`''`, `'`), lit(`""`, `"`)},
-	needed: func(secrets []string) bool {
-		for _, s := range secrets {
-			if strings.ContainsAny(s, `'"`) {
-				return true
+// The quote families read a quote written twice inside a string that
+// the same quote delimits: SQL literals, YAML's single-quoted scalars
+// (which PyYAML writes for a value that begins with ! @ % & * or holds
+// ": ") and CSV fields. Each writer doubles its delimiter only, so each
+// quote is a family of its own: read as one, a secret holding two of
+// the other quote side by side was read as holding one. Each is a lane
+// only when a secret holds its quote.
+var singleQuoteFamily = quoteFamily('\'')
+var doubleQuoteFamily = quoteFamily('"')
+
+func quoteFamily(q byte) family {
+	return family{
+		name:    "quote " + string(q),
+		escapes: []escape{lit(string([]byte{q, q}), string(q))},
+		needed: func(secrets []string) bool {
+			for _, s := range secrets {
+				if strings.IndexByte(s, q) >= 0 {
+					return true
+				}
 			}
-		}
-		return false
-	},
+			return false
+		},
+	}
 }
 
 // families lists every family; the whitespace family comes first.
-var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily, &quoteFamily}
+var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily, &singleQuoteFamily, &doubleQuoteFamily}
 
 // collapse rewrites every run of whitespace in s as one '\n' and trims it.
 func collapse(s string) string {
