@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"math/bits"
+	"strings"
 )
 
 // holdLimit bounds how long a rule may hold a candidate that is not yet
@@ -356,31 +357,71 @@ func (s *Stream) start(t trigger, at int64) {
 }
 
 // glued reports whether the input byte before position at is a letter or
-// digit that does not end an escape: \n, \t, %3D, \x3d or \u0026 stand
-// for what a token may follow.
+// digit that does not end an escape or a terminal's colour sequence: a
+// token may follow \n, %3D, \x3d, \u003d, \U0001f511 or \x1b[36m, written
+// by JSON, URL encoders, Go and Python quoting, and coloured log output
+// (raw, or as \u001b, \x1b, \033 or \e in text).
 func (s *Stream) glued(at int64) bool {
-	b, ok := s.rawAt(at - 1)
-	if !ok || !isAlnum(b) {
+	var buf [glueBehind]byte
+	n := 0
+	for ; n < glueBehind; n++ {
+		c, ok := s.rawAt(at - 1 - int64(n))
+		if !ok {
+			break
+		}
+		buf[glueBehind-1-n] = c
+	}
+	w := buf[glueBehind-n:] // the bytes before at, in order
+	if n == 0 || !isAlnum(w[n-1]) {
 		return false
 	}
-	behind := func(k int64, want func(byte) bool) bool {
-		c, ok := s.rawAt(at - k)
-		return ok && want(c)
+	return !escapeEnds(w)
+}
+
+// glueBehind is how many bytes glued reads before a trigger: enough for
+// a colour sequence of a few parameters written as text
+// (\u001b[38;5;208m).
+const glueBehind = 24
+
+// escapeEnds reports whether w ends with an escape, or with a colour
+// sequence (ESC [ parameters m) of sixteen parameter bytes or fewer.
+func escapeEnds(w []byte) bool {
+	hexRun := func(k int) bool { // the last k bytes are hex digits
+		if len(w) < k {
+			return false
+		}
+		for _, c := range w[len(w)-k:] {
+			if hexDigits[c] >= 16 {
+				return false
+			}
+		}
+		return true
 	}
-	isBackslash := func(c byte) bool { return c == '\\' }
-	isHex := func(c byte) bool { return hexDigits[c] < 16 }
+	at := func(k int, c byte) bool { return len(w) >= k && w[len(w)-k] == c }
 	switch {
-	case behind(2, isBackslash):
-		return false
-	case behind(3, func(c byte) bool { return c == '%' }) && behind(2, isHex) && isHex(b):
-		return false
-	case behind(4, isBackslash) && behind(3, func(c byte) bool { return c|0x20 == 'x' }) && behind(2, isHex) && isHex(b):
-		return false
-	case behind(6, isBackslash) && behind(5, func(c byte) bool { return c|0x20 == 'u' }) &&
-		behind(4, isHex) && behind(3, isHex) && behind(2, isHex) && isHex(b):
+	case at(2, '\\'),
+		at(3, '%') && hexRun(2),
+		at(4, '\\') && (at(3, 'x') || at(3, 'X')) && hexRun(2),
+		at(6, '\\') && (at(5, 'u') || at(5, 'U')) && hexRun(4),
+		at(10, '\\') && at(9, 'U') && hexRun(8):
+		return true
+	case w[len(w)-1] != 'm':
 		return false
 	}
-	return true
+	k := len(w) - 1
+	for k > 0 && len(w)-1-k < 16 && (w[k-1] >= '0' && w[k-1] <= '9' || w[k-1] == ';') {
+		k--
+	}
+	if k == 0 || w[k-1] != '[' {
+		return false
+	}
+	intro := string(w[:k-1])
+	for _, esc := range []string{"\x1b", `\x1b`, `\x1B`, `\u001b`, `\u001B`, `\033`, `\e`} {
+		if strings.HasSuffix(intro, esc) {
+			return true
+		}
+	}
+	return false
 }
 
 func isAlnum(b byte) bool {

@@ -40,6 +40,11 @@ var ruleCases = []struct{ name, in, want string }{
 	{"google api key", "key=AIzaSyD-abcdefghijklmnopqrstuvwxyz01234&x", "key=" + Marker + "&x"},
 	{"google api key too long", "AIzaSyD-abcdefghijklmnopqrstuvwxyz012345 x", "AIzaSyD-abcdefghijklmnopqrstuvwxyz012345 x"},
 	{"token glued inside another's marker", "xoxb-ACCAsk-proj-abcdefghijklmnopqrstuvwxyz_tail\n", Marker + "_tail\n"},
+	{"token after a colour sequence", "API key: \x1b[36msk-proj-abcdefghijklmnopqrstuvwxyz\x1b[0m\n", "API key: \x1b[36m" + Marker + "\x1b[0m\n"},
+	{"token after a colour sequence of three parameters", "\x1b[1;38;5mghp_" + ghTok + "\x1b[0m\n", "\x1b[1;38;5m" + Marker + "\x1b[0m\n"},
+	{"token after a colour sequence in json", `"\u001b[33mAKIAIOSFODNN7EXAMPLE\u001b[0m"`, `"\u001b[33m` + Marker + `\u001b[0m"`},
+	{"token after a word ending in m", "xm[36mghp_" + ghTok + "\n", "xm[36mghp_" + ghTok + "\n"},
+	{"token after a long unicode escape", `"\U0001f511ghp_` + ghTok + `"`, `"\U0001f511` + Marker + `"`},
 	{"openai prefix inside a word", "task-proj-backend-deployment-7d9f8c\n", "task-proj-backend-deployment-7d9f8c\n"},
 	{"anthropic prefix inside a word", "desk-ant-design-components-v5-abcdef\n", "desk-ant-design-components-v5-abcdef\n"},
 	{"slack prefix inside a word", "myxapp-frontend-service-deployment\n", "myxapp-frontend-service-deployment\n"},
@@ -291,11 +296,11 @@ func TestRuleWindows(t *testing.T) {
 	}
 }
 
-// TestLookBehindCoversTriggers: glued reads six bytes before a trigger's
+// TestLookBehindCoversTriggers: glued reads glueBehind bytes before a trigger's
 // first byte, which may lie a trigger's length before the bytes held.
 func TestLookBehindCoversTriggers(t *testing.T) {
 	for _, p := range rulePatterns() {
-		if need := len(p.text) - 1 + 6; need > maxLookBehind {
+		if need := len(p.text) - 1 + glueBehind; need > maxLookBehind {
 			t.Errorf("trigger %q needs %d bytes of look-behind, maxLookBehind is %d", p.text, need, maxLookBehind)
 		}
 	}

@@ -534,14 +534,14 @@ func (s *Stream) retain() {
 }
 
 // maxLookBehind is how far before the data in hand rawAt reaches: the
-// six bytes of the longest escape glued looks behind a trigger at, from
+// glueBehind bytes that glued reads before a trigger, from
 // the trigger's first byte, which may lie up to the longest trigger less
 // one before the data in hand. The trigger's bytes are held while it may
 // complete, but not while another rule redacts them as they come:
 // xoxb-ACCAsk-proj- had its "A" released inside the Slack token's marker
 // when sk-proj- completed, and read one byte at a time, the OpenAI rule
 // started where whole it did not (TestLookBehindCoversTriggers).
-const maxLookBehind = 32
+const maxLookBehind = 48
 
 // rawAt returns the input byte at position pos during a Redact call: one
 // of the caller's, one held, or one of the maxLookBehind before those.
