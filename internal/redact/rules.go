@@ -111,11 +111,10 @@ var (
 	classB64URL     = class("A-Za-z0-9_-")
 	classJWT        = class("A-Za-z0-9_.-")
 	classPEMLabel   = class("A-Z0-9 ")
-	// What a private-key block holds after its BEGIN line, as written or
-	// printed: base64 and the line breaks, also escaped (\n) or rejoined
-	// with spaces, the headers of a legacy encrypted key (Proc-Type: 4,
-	// ENCRYPTED; DEK-Info: AES-128-CBC,hex), and the END line.
-	classPEMBody = class("A-Za-z0-9+/=:, \t\n\r\v\f\\-")
+	// What may follow a private-key BEGIN line on its own line: base64,
+	// as a key rejoined with spaces has it, the END line, and the start of
+	// an escaped line break (\n, &#xA;, &#10;).
+	classPEMHead = class("A-Za-z0-9+/= \t\v\f\\&#;-")
 	// RFC 3986 userinfo: unreserved, pct-encoded and sub-delims. The
 	// password may also contain ':', and what programs that build a URL
 	// by hand leave in it unescaped, as URL parsers read it up to the
@@ -292,13 +291,16 @@ type ruleState struct {
 }
 
 type pemState struct {
-	sub      uint8
-	dashes   uint8
-	endK     uint8
-	labelLen uint8
-	endLen   uint8
-	label    [pemMaxLabel]byte
-	end      [pemMaxLabel]byte
+	// lined says a line break (raw or escaped) followed the BEGIN line;
+	// esc, that the last byte before one was a backslash.
+	lined, esc bool
+	sub        uint8
+	dashes     uint8
+	endK       uint8
+	labelLen   uint8
+	endLen     uint8
+	label      [pemMaxLabel]byte
+	end        [pemMaxLabel]byte
 }
 
 type authState struct {
@@ -532,19 +534,29 @@ func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
 				s.confirm(rulePEM, j+1)
 				p.sub = pemBody
 				p.endK = 0
+				p.lined, p.esc = false, false
 			}
 		}
 		return
 	}
 	// The body and the END line are redacted byte by byte, never buffered,
-	// so a block without END costs nothing but its marker. A byte that no
-	// block holds ends it: the BEGIN line was quoted in a message or in
-	// code ("expected -----BEGIN RSA PRIVATE KEY----- header"), and what
-	// follows is the log, not a key, which used to be redacted to the end
-	// of the stream.
-	if !classPEMBody[b] {
-		s.stop(rulePEM)
-		return
+	// so a block without END costs nothing but its marker. Until a line
+	// break, raw or escaped (\n, \r), a byte no block holds there ends it:
+	// the BEGIN line was quoted in a message or in code ("expected
+	// -----BEGIN RSA PRIVATE KEY----- header"), and what follows is the
+	// log, not a key, which used to be redacted to the end of the stream.
+	// After one, nothing but the END line does: a key's lines may carry a
+	// prefix (docker compose's "web-1  | ", syslog's) or armor headers
+	// (Version: BCPG v1.58).
+	if !p.lined {
+		switch {
+		case b == '\n' || b == '\r' || p.esc && (b == 'n' || b == 'r'):
+			p.lined = true
+		case !classPEMHead[b]:
+			s.stop(rulePEM)
+			return
+		}
+		p.esc = b == '\\' && !p.esc
 	}
 	s.addInterval(j, j+1)
 	switch p.sub {
