@@ -288,6 +288,14 @@ type ruleState struct {
 	n     int32 // length of the run (or of the current JWT segment)
 	seg   int8  // JWT segment, 1 to 3
 	phase uint8
+	// inner has the starts of the triggers inside the candidate of an
+	// exact rule, oldest first, each a candidate of its own once the one
+	// before it is too long (AIza-AIzaSyD...): all end where the run
+	// does, so one of them at most has the exact length. A trigger needs
+	// a byte before it that is no glue, so no more than eight fit in one
+	// candidate's length.
+	inner  [8]int64
+	nInner uint8
 }
 
 type pemState struct {
@@ -334,13 +342,22 @@ type authState struct {
 // suffix of it, which the running one covers.
 func (s *Stream) start(t trigger, at int64) {
 	bit := uint32(1) << t.rule
-	if s.active&bit != 0 || int(t.rule) < numTokenRules && s.glued(at) {
+	token := int(t.rule) < numTokenRules
+	if token && s.glued(at) {
+		return
+	}
+	rs := &s.rs[t.rule]
+	if s.active&bit != 0 {
+		if token && tokenRules[t.rule].exact && int(rs.nInner) < len(rs.inner) {
+			rs.inner[rs.nInner] = at
+			rs.nInner++
+		}
 		return
 	}
 	s.active |= bit
-	rs := &s.rs[t.rule]
 	rs.start = at
 	rs.n = 0
+	rs.nInner = 0
 	rs.seg = 0
 	rs.phase = phHold
 	switch t.rule {
@@ -430,6 +447,21 @@ func isAlnum(b byte) bool {
 	return b >= '0' && b <= '9' || b|0x20 >= 'a' && b|0x20 <= 'z'
 }
 
+// nextInner moves the candidate of exact rule i, too long at byte j, to
+// the first trigger inside it that is not, or ends the rule.
+func (s *Stream) nextInner(i int, j int64) {
+	rs, tr := &s.rs[i], &tokenRules[i]
+	for k := 0; k < int(rs.nInner); k++ {
+		at := rs.inner[k]
+		if n := int32(j+1-at) - int32(len(tr.prefixes[0])); n <= tr.min {
+			rs.start, rs.n = at, n
+			rs.nInner = uint8(copy(rs.inner[:], rs.inner[k+1:rs.nInner]))
+			return
+		}
+	}
+	s.stop(i)
+}
+
 func (s *Stream) stop(rule int) {
 	s.active &^= 1 << rule
 	s.rs[rule].phase = phIdle
@@ -466,7 +498,7 @@ func (s *Stream) advance(b byte, j int64) {
 				case !tr.exact && rs.n >= tr.min:
 					s.confirm(i, j+1)
 				case tr.exact && rs.n > tr.min:
-					s.stop(i) // too long for the format
+					s.nextInner(i, j) // too long for the format from here
 				}
 			}
 		case i == ruleJWT:

@@ -38,6 +38,8 @@ var ruleCases = []struct{ name, in, want string }{
 	{"npm config names are no token", "npm_config_registry=x npm_package_version=1", "npm_config_registry=x npm_package_version=1"},
 	{"pypi", "password = pypi-AgEIcHlwaS5vcmc" + ghTok + ghTok + "\n", "password = " + Marker + "\n"},
 	{"google api key", "key=AIzaSyD-abcdefghijklmnopqrstuvwxyz01234&x", "key=" + Marker + "&x"},
+	{"google api key inside a longer run", "AIza-AIzaSyD-abcdefghijklmnopqrstuvwxyz01234\n", "AIza-" + Marker + "\n"},
+	{"google api keys nested twice", "AIza_AIza-AIzaSyD-abcdefghijklmnopqrstuvwxyz01234 x", "AIza_AIza-" + Marker + " x"},
 	{"google api key too long", "AIzaSyD-abcdefghijklmnopqrstuvwxyz012345 x", "AIzaSyD-abcdefghijklmnopqrstuvwxyz012345 x"},
 	{"token glued inside another's marker", "xoxb-ACCAsk-proj-abcdefghijklmnopqrstuvwxyz_tail\n", Marker + "_tail\n"},
 	{"token after a colour sequence", "API key: \x1b[36msk-proj-abcdefghijklmnopqrstuvwxyz\x1b[0m\n", "API key: \x1b[36m" + Marker + "\x1b[0m\n"},
@@ -307,6 +309,18 @@ func TestLookBehindCoversTriggers(t *testing.T) {
 	for _, p := range rulePatterns() {
 		if need := len(p.text) - 1 + glueBehind; need > maxLookBehind {
 			t.Errorf("trigger %q needs %d bytes of look-behind, maxLookBehind is %d", p.text, need, maxLookBehind)
+		}
+	}
+}
+
+// TestExactRulesShareAPrefixLength: nextInner measures every inner
+// candidate of an exact rule by its first prefix.
+func TestExactRulesShareAPrefixLength(t *testing.T) {
+	for i, tr := range tokenRules {
+		for _, p := range tr.prefixes {
+			if tr.exact && len(p) != len(tr.prefixes[0]) {
+				t.Errorf("rule %d: prefix %q is not %d bytes", i, p, len(tr.prefixes[0]))
+			}
 		}
 	}
 }
