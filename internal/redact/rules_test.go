@@ -7,6 +7,9 @@ import (
 
 const ghTok = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ" // 36 alphanumerics
 
+// keyLine is a line of a key's body, as PEM writes it: 64 base64 bytes.
+const keyLine = "MIIEowIBAAKCAQEAsecretsecretSECRETsecret0123456789abcdefABCDEF+/"
+
 // ruleCases lists inputs with their redacted form; each is also checked
 // split at every offset and written one byte at a time.
 var ruleCases = []struct{ name, in, want string }{
@@ -65,25 +68,31 @@ var ruleCases = []struct{ name, in, want string }{
 	{"jwt short segment", "eyJhbGciOi.eyJ.abcdef rest", "eyJhbGciOi.eyJ.abcdef rest"},
 	{"jwt two segments", "eyJhbGciOi.eyJzdWIi rest", "eyJhbGciOi.eyJzdWIi rest"},
 	{"jwt signature too short", "eyJhbGciOi.eyJzdWIi.abc rest", "eyJhbGciOi.eyJzdWIi.abc rest"},
-	{"pem", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nnext line", "key:\n" + Marker + "\nnext line"},
-	{"pem openssh", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----", Marker},
-	{"pem plain", "--------BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n", "---" + Marker + "\n"},
-	{"pem encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nabc\n-----END ENCRYPTED PRIVATE KEY-----x", Marker + "x"},
-	{"pem wrong end label", "-----BEGIN EC PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\nstill secret", Marker},
-	{"pem without end", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nmore\n" + strings.Repeat("QUJD", 5000), Marker},
+	{"pem", "key:\n-----BEGIN RSA PRIVATE KEY-----\n" + keyLine + "\nIBAAK\n-----END RSA PRIVATE KEY-----\nnext line", "key:\n" + Marker + "\nnext line"},
+	{"pem openssh", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + keyLine + "\n-----END OPENSSH PRIVATE KEY-----", Marker},
+	{"pem plain", "--------BEGIN PRIVATE KEY-----\n" + keyLine + "\n-----END PRIVATE KEY-----\n", "---" + Marker + "\n"},
+	{"pem encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + keyLine + "\n-----END ENCRYPTED PRIVATE KEY-----x", Marker + "x"},
+	{"pem wrong end label", "-----BEGIN EC PRIVATE KEY-----\n" + keyLine + "\n-----END RSA PRIVATE KEY-----\nstill secret", Marker},
+	{"pem without end", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\nmore\n" + strings.Repeat("QUJd", 5000), Marker},
+	{"pem cut at its first line", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBm", Marker},
 	{"pem begin line in a message", "err=\"expected -----BEGIN RSA PRIVATE KEY----- header\"\nINFO GET /health 200\n",
-		"err=\"expected " + Marker + "\"\nINFO GET /health 200\n"},
+		"err=\"expected " + Marker + " header\"\nINFO GET /health 200\n"},
+	{"pem begin line ending a message", "want -----BEGIN EC PRIVATE KEY-----\nnext line.\n" + strings.Repeat("INFO GET /health 200 sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n", 60),
+		"want " + Marker + "\nnext line.\n" + strings.Repeat("INFO GET /health 200 sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n", 60)},
 	{"pem markers in code", "_SK_START = b\"-----BEGIN OPENSSH PRIVATE KEY-----\"\n_SK_END = b\"-----END OPENSSH PRIVATE KEY-----\"\nx = 1\n",
 		"_SK_START = b\"" + Marker + "\"\n_SK_END = b\"-----END OPENSSH PRIVATE KEY-----\"\nx = 1\n"},
-	{"pem json-escaped", `{"key":"-----BEGIN RSA PRIVATE KEY-----\nMIIEow+/=\nIBAAK\n-----END RSA PRIVATE KEY-----\n","x":1}`, `{"key":"` + Marker + `\n","x":1}`},
-	{"pem with docker compose prefixes", "web-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEAsecretsecret\nweb-1  | -----END RSA PRIVATE KEY-----\nweb-1  | ok\n",
+	{"pem fake body in a test", "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\n", Marker + "\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\n"},
+	{"pem json-escaped", `{"key":"-----BEGIN RSA PRIVATE KEY-----\n` + keyLine + `\nIBAAK\n-----END RSA PRIVATE KEY-----\n","x":1}`, `{"key":"` + Marker + `\n","x":1}`},
+	{"pem json-escaped twice", `"-----BEGIN RSA PRIVATE KEY-----\\nProc-Type: 4,ENCRYPTED\\n` + keyLine + `\\n-----END RSA PRIVATE KEY-----\\n"`, `"` + Marker + `\\n"`},
+	{"pem with docker compose prefixes", "web-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | " + keyLine + "\nweb-1  | -----END RSA PRIVATE KEY-----\nweb-1  | ok\n",
 		"web-1  | " + Marker + "\nweb-1  | ok\n"},
-	{"pem armor headers", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: BCPG v1.58\n\nlQOYBF5abcdefgh\n-----END PGP PRIVATE KEY BLOCK-----\n", Marker + "\n"},
-	{"pem in xml text", "<k>-----BEGIN RSA PRIVATE KEY-----&#xA;MIIEowIBAAKCAQEA&#xA;-----END RSA PRIVATE KEY-----</k>", "<k>" + Marker + "</k>"},
-	{"pem escaped line break then a prefix", `"-----BEGIN EC PRIVATE KEY-----\n| MHcCAQEE\n-----END EC PRIVATE KEY-----" ok`, `"` + Marker + `" ok`},
-	{"pem legacy encrypted headers", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,5A5C0D\n\nMIIEow\n-----END RSA PRIVATE KEY-----\nok",
+	{"pem one json record a line", "{\"MESSAGE\":\"-----BEGIN RSA PRIVATE KEY-----\"}\n{\"MESSAGE\":\"" + keyLine + "\"}\n{\"MESSAGE\":\"-----END RSA PRIVATE KEY-----\"}\n",
+		"{\"MESSAGE\":\"" + Marker + "\"}\n"},
+	{"pem armor headers", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: BCPG v1.58\n\n" + keyLine + "\n-----END PGP PRIVATE KEY BLOCK-----\n", Marker + "\n"},
+	{"pem in xml text", "<k>-----BEGIN RSA PRIVATE KEY-----&#xA;Proc-Type: 4,ENCRYPTED&#xA;" + keyLine + "&#xA;-----END RSA PRIVATE KEY-----</k>", "<k>" + Marker + "</k>"},
+	{"pem legacy encrypted headers", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,5A5C0D\n\n" + keyLine + "\n-----END RSA PRIVATE KEY-----\nok",
 		Marker + "\nok"},
-	{"pem rejoined with spaces", "key -----BEGIN EC PRIVATE KEY----- MHcCAQEE AbCd+/== -----END EC PRIVATE KEY----- done", "key " + Marker + " done"},
+	{"pem rejoined with spaces", "key -----BEGIN EC PRIVATE KEY----- " + keyLine + " AbCd+/== -----END EC PRIVATE KEY----- done", "key " + Marker + " done"},
 	{"pem certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
 	{"pem public", "-----BEGIN PUBLIC KEY-----\n", "-----BEGIN PUBLIC KEY-----\n"},
 	{"bearer", "Authorization: Bearer abc.def.gh-ghi\nnext", "Authorization: Bearer " + Marker + "\nnext"},
@@ -213,7 +222,7 @@ func TestTokenSplitAfterPrefix(t *testing.T) {
 		{"sk-proj-", "abcdefghij_KLMNOPQRST"},
 		{"sk-ant-", "api03-abcdefghijklmnop"},
 		{"eyJ", "hbGciOi.eyJzdWIi.abcdEFGH"},
-		{"-----BEGIN ", "RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----"},
+		{"-----BEGIN ", "RSA PRIVATE KEY-----\n" + keyLine + "\n-----END RSA PRIVATE KEY-----"},
 	}
 	for _, tok := range tokens {
 		s := r.NewStream()
@@ -278,7 +287,8 @@ func TestCharacterClasses(t *testing.T) {
 		{"aws", in(classUpperNum, "AZ09") && out(classUpperNum, "az_")},
 		{"slack", in(classAlnumDash, "aZ9-") && out(classAlnumDash, "_. ")},
 		{"url user", in(classURLUser, "aZ9-._~%!$&'()*+,;=") && out(classURLUser, ":@/?# \n")},
-		{"pem head", in(classPEMHead, "aZ09+/= \t\\&#;-") && out(classPEMHead, "\"'<>()[]{}.:,_!@$%*?|`~^\n\r")},
+		{"base64", in(classBase64, "aZ09+/=") && out(classBase64, "-_. \n\\")},
+		{"pem body", in(classPEMBody, "aZ09+/=:,&#; \t\n\r\\-") && out(classPEMBody, "\"'<>()[]{}._!@$%*?|`~^")},
 		{"url password", in(classURLPass, "aZ9-._~%!$&'()*+,;=:#^|{}[]\\") && out(classURLPass, "@/?\"<>` \n")},
 		{"space", in(classSpace, " \t\n\r\v\f") && out(classSpace, "a-")},
 	}
