@@ -382,10 +382,10 @@ func (s *Stream) start(t trigger, at int64) {
 }
 
 // glued reports whether the input byte before position at is a letter or
-// digit that does not end an escape or a terminal's colour sequence: a
+// digit that does not end an escape or a terminal's control sequence: a
 // token may follow \n, %3D, \x3d, \u003d, \U0001f511 or \x1b[36m, written
 // by JSON, URL encoders, Go and Python quoting, and coloured log output
-// (raw, or as \u001b, \x1b, \033 or \e in text).
+// (raw, or as \u001b, \x1b, \u{1b}, \033 or \e in text).
 func (s *Stream) glued(at int64) bool {
 	var buf [glueBehind]byte
 	n := 0
@@ -404,12 +404,19 @@ func (s *Stream) glued(at int64) bool {
 }
 
 // glueBehind is how many bytes glued reads before a trigger: enough for
-// a colour sequence of a few parameters written as text
-// (\u001b[38;5;208m).
-const glueBehind = 24
+// a terminal sequence of csiParams parameter bytes written as text
+// (\u001b[ and a truecolour foreground and background, m).
+const glueBehind = 40
 
-// escapeEnds reports whether w ends with an escape, or with a colour
-// sequence (ESC [ parameters m) of sixteen parameter bytes or fewer.
+// csiParams bounds the parameter bytes of a terminal sequence that
+// escapeEnds knows, and classCSIParam has them.
+const csiParams = 32
+
+var classCSIParam = class("0-9:;<=>?")
+
+// escapeEnds reports whether w ends with an escape, or with a terminal
+// control sequence (ESC [, parameters, a letter: colours, grep's \x1b[K,
+// npm's \x1b[2K\x1b[1G, \x1b[?25h) of csiParams parameter bytes or fewer.
 func escapeEnds(w []byte) bool {
 	hexRun := func(k int) bool { // the last k bytes are hex digits
 		if len(w) < k {
@@ -430,18 +437,18 @@ func escapeEnds(w []byte) bool {
 		at(6, '\\') && (at(5, 'u') || at(5, 'U')) && hexRun(4),
 		at(10, '\\') && at(9, 'U') && hexRun(8):
 		return true
-	case w[len(w)-1] != 'm':
+	case !isLetter(w[len(w)-1]):
 		return false
 	}
 	k := len(w) - 1
-	for k > 0 && len(w)-1-k < 16 && (w[k-1] >= '0' && w[k-1] <= '9' || w[k-1] == ';') {
+	for k > 0 && len(w)-1-k < csiParams && classCSIParam[w[k-1]] {
 		k--
 	}
 	if k == 0 || w[k-1] != '[' {
 		return false
 	}
 	intro := string(w[:k-1])
-	for _, esc := range []string{"\x1b", `\x1b`, `\x1B`, `\u001b`, `\u001B`, `\033`, `\e`} {
+	for _, esc := range []string{"\x1b", `\x1b`, `\x1B`, `\u001b`, `\u001B`, `\u{1b}`, `\033`, `\e`} {
 		if strings.HasSuffix(intro, esc) {
 			return true
 		}

@@ -546,7 +546,7 @@ func (s *Stream) retain() {
 // xoxb-ACCAsk-proj- had its "A" released inside the Slack token's marker
 // when sk-proj- completed, and read one byte at a time, the OpenAI rule
 // started where whole it did not (TestLookBehindCoversTriggers).
-const maxLookBehind = 48
+const maxLookBehind = 64
 
 // rawAt returns the input byte at position pos during a Redact call: one
 // of the caller's, one held, or one of the maxLookBehind before those.
