@@ -61,10 +61,8 @@
 // the Go-quoted and bytes needles of [Forms] keep the bytes' reading.
 //
 // Independently of registration,
-// format rules redact private-key PEM blocks that hold key material (a
-// long run of base64 in both cases), through the END line or to the end
-// of the stream; a BEGIN line quoted without a key is redacted alone,
-// GitHub, AWS, Slack, Stripe,
+// format rules redact private-key PEM blocks (through the END line, or to
+// the end of the stream), GitHub, AWS, Slack, Stripe,
 // OpenAI and Anthropic tokens, and GitLab, npm, PyPI and Google API
 // tokens beyond SPEC 8's list (not glued to a word before them: the ACCA
 // of an upper-case hex digest, the sk-proj- of task-proj-; an AWS key id

@@ -111,12 +111,6 @@ var (
 	classB64URL     = class("A-Za-z0-9_-")
 	classJWT        = class("A-Za-z0-9_.-")
 	classPEMLabel   = class("A-Z0-9 ")
-	classBase64     = class("A-Za-z0-9+/=")
-	// What a key's block may hold before its material: base64, line
-	// breaks (also escaped), the headers of a legacy encrypted key
-	// (Proc-Type: 4,ENCRYPTED), and entities (&#xA;). A probed block cut
-	// by the end of the stream is redacted only if it holds nothing else.
-	classPEMBody = class("A-Za-z0-9+/=:,&#; \t\n\r\v\f\\-")
 	// RFC 3986 userinfo: unreserved, pct-encoded and sub-delims. The
 	// password may also contain ':', and what programs that build a URL
 	// by hand leave in it unescaped, as URL parsers read it up to the
@@ -301,20 +295,13 @@ type ruleState struct {
 }
 
 type pemState struct {
-	// After the BEGIN line the block is probed (see advancePEM): from
-	// bodyStart on, for a run of run base64 bytes, in which upper and
-	// lower have been seen; stray says a byte no key holds came.
-	probe, stray bool
-	upper, lower bool
-	run          int32
-	bodyStart    int64
-	sub          uint8
-	dashes       uint8
-	endK         uint8
-	labelLen     uint8
-	endLen       uint8
-	label        [pemMaxLabel]byte
-	end          [pemMaxLabel]byte
+	sub      uint8
+	dashes   uint8
+	endK     uint8
+	labelLen uint8
+	endLen   uint8
+	label    [pemMaxLabel]byte
+	end      [pemMaxLabel]byte
 }
 
 type authState struct {
@@ -579,44 +566,13 @@ func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
 				s.confirm(rulePEM, j+1)
 				p.sub = pemBody
 				p.endK = 0
-				p.probe, p.stray, p.run, p.bodyStart = true, false, 0, j+1
 			}
 		}
 		return
 	}
-	// A block is a key once it shows key material: a run of pemKeyRun
-	// base64 bytes with both cases, which a key's first line is (a hex
-	// digest has one case). Until then it is probed, its bytes held from
-	// bodyStart: a BEGIN line quoted in a message or in code ("expected
-	// -----BEGIN RSA PRIVATE KEY----- header") is followed by the log, and
-	// used to have it redacted to the end of the stream. An END line or
-	// holdLimit bytes without material end the probe, the BEGIN line alone
-	// redacted. A key's lines may carry prefixes (docker compose's
-	// "web-1  | ", syslog's), armor headers, escaped line breaks, or come
-	// one to a JSON record: none of that matters to the probe. From the
-	// material on, the body and the END line are redacted byte by byte,
-	// never buffered, so a block without END costs nothing but its marker.
-	if p.probe {
-		switch {
-		case classBase64[b]:
-			p.run++
-			p.upper = p.upper || b >= 'A' && b <= 'Z'
-			p.lower = p.lower || b >= 'a' && b <= 'z'
-		default:
-			p.run, p.upper, p.lower = 0, false, false
-			p.stray = p.stray || !classPEMBody[b]
-		}
-		switch {
-		case p.run >= pemKeyRun && p.upper && p.lower:
-			p.probe = false
-			s.addInterval(p.bodyStart, j+1)
-		case j+1-p.bodyStart >= holdLimit:
-			s.stop(rulePEM)
-			return
-		}
-	} else {
-		s.addInterval(j, j+1)
-	}
+	// The body and the END line are redacted byte by byte, never buffered,
+	// so a block without END costs nothing but its marker.
+	s.addInterval(j, j+1)
 	switch p.sub {
 	case pemBody:
 		p.endK = pemEndDFA[p.endK][b]
@@ -645,14 +601,10 @@ func (s *Stream) advancePEM(rs *ruleState, b byte, j int64) {
 		}
 		p.dashes++
 		if p.dashes == 5 {
-			s.stop(rulePEM) // a probed block's END: no key
+			s.stop(rulePEM)
 		}
 	}
 }
-
-// pemKeyRun is how long a run of base64 shows a block to be a key: the
-// shortest key's first line (an Ed25519 PKCS#8 key) is 64 bytes.
-const pemKeyRun = 40
 
 // advanceURL feeds userinfo byte b to URL rule rule, whose state is rs;
 // the input's bytes [from, j] stand for b (one byte, or a percent escape

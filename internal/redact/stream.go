@@ -424,11 +424,6 @@ func (s *Stream) frontierAt(pos int64, final bool) int64 {
 	if s.auth.phase == authCred && s.auth.credLen < MinSecretLen {
 		f = min(f, s.auth.credStart) // too short yet to be one
 	}
-	if s.active&(1<<rulePEM) != 0 && s.rs[rulePEM].phase == phSuppress && s.pem.probe && !(final && s.pem.stray) {
-		// A probed block may still show key material; at the end it is
-		// the beginning of a key, unless it holds what no key does.
-		f = min(f, s.pem.bodyStart)
-	}
 	if s.active&(1<<ruleURLPct) != 0 && s.rs[ruleURLPct].phase == phSuppress && s.urlPct.n != 0 {
 		// An escape after a confirmed password may go on with it.
 		f = min(f, s.urlPct.from)
