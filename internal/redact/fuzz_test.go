@@ -60,7 +60,7 @@ func fuzzPieces() []string {
 		"%3A%2F%2F", "%3a%2f%2fu%3A", "%40", "%25",
 		"@", "AKIA", "IOSFODNN7EXAMPLE", " ", "\n", "xoxb-", "sk-ant-",
 		"x", "ACCA", "sk-admin-", "\\n", "%3D", "p@ss", "#^", "''", `""`, "$", "\\$", "<token>", "-----END ",
-		"\x1b[36m", `\u001b[0m`, "m", "AIza", "AIzaSyD-abcdefghijklmnopqrstuvwxyz01234", "web-1  | ", "Version: 1.5\n",
+		"\x1b[36m", `\u001b[0m`, "m", "AIza", "AIzaSyD-abcdefghijklmnopqrstuvwxyz01234", "web-1  | ", "Version: 1.5\n", "^[[", `\u{1B}[`,
 	)
 	return p
 }

@@ -372,7 +372,8 @@ func (s *Stream) start(t trigger, at int64) {
 // digit that does not end an escape or a terminal's control sequence: a
 // token may follow \n, %3D, \x3d, \u003d, \U0001f511 or \x1b[36m, written
 // by JSON, URL encoders, Go and Python quoting, and coloured log output
-// (raw, or as \u001b, \x1b, \u{1b}, \033 or \e in text).
+// (raw, or as \u001b, \x1b, \u{1b}, \x{1b}, \033 or \e in text, or
+// as cat -v shows it, ^[).
 func (s *Stream) glued(at int64) bool {
 	var buf [glueBehind]byte
 	n := 0
@@ -435,7 +436,7 @@ func escapeEnds(w []byte) bool {
 		return false
 	}
 	intro := string(w[:k-1])
-	for _, esc := range []string{"\x1b", `\x1b`, `\x1B`, `\u001b`, `\u001B`, `\u{1b}`, `\033`, `\e`} {
+	for _, esc := range []string{"\x1b", `\x1b`, `\x1B`, `\u001b`, `\u001B`, `\u{1b}`, `\u{1B}`, `\x{1b}`, `\033`, `\e`, "^["} {
 		if strings.HasSuffix(intro, esc) {
 			return true
 		}

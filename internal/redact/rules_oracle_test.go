@@ -34,7 +34,7 @@ var jwtRegexp = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{4,}\.[A-Za
 // or digit of a word, not one that ends an escape.
 var gluedAt = regexp.MustCompile(`[A-Za-z0-9]$`)
 var escapeEnd = regexp.MustCompile(`(?:\\[A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\[xX][0-9A-Fa-f]{2}|\\[uU][0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}|` +
-	`(?:\x1b|\\x1[bB]|\\u001[bB]|\\u\{1b\}|\\033|\\e)\[[0-9:;<=>?]{0,32}[A-Za-z])$`)
+	`(?:\x1b|\\x1[bB]|\\u001[bB]|\\u\{1[bB]\}|\\x\{1b\}|\\033|\\e|\^\[)\[[0-9:;<=>?]{0,32}[A-Za-z])$`)
 
 // urlPassword is the URL rule: its first group is the password, which
 // runs to the last '@' before a byte that ends the authority.
@@ -98,7 +98,7 @@ func TestTokenRulesAgainstRegexp(t *testing.T) {
 		"rk_test_", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-ant-", "glpat-", "npm_", "pypi-AgEIcHlwaS5vcmc", "AIza", "0123456789ABCDEFGHIJabcdefghij-_", "eyJ", ".", "_", "-", " ", "\n", "abcdefgh", "ABCDEFGH", "0123456789",
 		"xyz", "Q", "k", "sk", "gh", "ey", "://", "https://", `:\/\/`, `\/`, "u", ":", "@", "/", "p%40ss!", "h",
 		"%3A%2F%2F", "%3a%2f%2F", "%3A", "%3a", "%40", "%25", "%2", "%", "&", "+", "%2F", "%3Ab%40",
-		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23", `\n`, "%3D", `\x3d`, "7", "E", "\x1b[36m", `\u001b[1;33m`, "m", "[0m", "\x1b[K", "\x1b[?25h", "38:2:", "K", `\U0001f511`,
+		"%3A//", ":%2F%2F", "!", "'(", ")*", "#", "^|", "{[", "]}", `\`, `\u0026`, "\"", "<", "%23", `\n`, "%3D", `\x3d`, "7", "E", "\x1b[36m", `\u001b[1;33m`, "m", "[0m", "\x1b[K", "\x1b[?25h", "38:2:", "K", `\U0001f511`, `\u{1B}[`, `\x{1b}[`, "^[[", "^[",
 		"AKIAIOSFODNN7EXAMPLE", "0123456789ABCDEF"}
 	rng := rand.New(rand.NewPCG(13, 14))
 	r := mustNew(t)
