@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -877,6 +879,62 @@ func TestFaultsDescriptorLimits(t *testing.T) {
 				t.Fatalf("procmon %v under ulimit -n %d answered %s: running out of descriptors says nothing of the state directory", args, n, r.Raw)
 			}
 		}
+	}
+	l.settle()
+}
+
+// TestFaultsGuardianDescriptors holds more watch subscriptions on a
+// guardian than its descriptor limit leaves room for (a few dozen waits do
+// that under ulimit -n 32, the fewest procmon runs with): the guardian
+// turns away the watches it cannot afford, each of which a wait replaces
+// with a watch of its own on the monitor's directory, and keeps the
+// descriptors its custody needs. A cancel still gets a verified receipt,
+// and the service's child that left its session is stopped with the rest.
+func TestFaultsGuardianDescriptors(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	c := l.command("", "start", "--", "sh", "-c", "setsid sleeper escaped & exec sleeper")
+	c.Args = append([]string{"sh", "-c", `ulimit -n 32 && exec procmon "$@"`, "sh"}, c.Args[1:]...)
+	c.Path = "/bin/sh"
+	r, _ := l.answer(c)
+	id := r.Get("monitor_id").String()
+	if id == "" {
+		t.Fatalf("start under ulimit -n 32 answered %s", r.Raw)
+	}
+	sock := filepath.Join(l.state, "monitors", id, state.ControlName)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 48 {
+		conn, err := net.DialTimeout("unix", sock, patience)
+		if err != nil {
+			t.Fatalf("dial the guardian: %v", err)
+		}
+		conns = append(conns, conn)
+		if _, err := conn.Write([]byte(`{"op":"watch"}` + "\n")); err != nil {
+			t.Fatalf("ask for a watch: %v", err)
+		}
+	}
+	// Each watch is answered: acknowledged, or turned away at once.
+	acked := 0
+	for _, conn := range conns {
+		conn.SetReadDeadline(time.Now().Add(patience))
+		ack := make([]byte, 1)
+		n, err := conn.Read(ack)
+		if n == 1 {
+			acked++
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a watch was neither acknowledged nor turned away within %v (%d acknowledged)", patience, acked)
+		}
+	}
+	if acked == len(conns) {
+		t.Fatalf("all %d watches acknowledged under ulimit -n 32", acked)
+	}
+	got, _ := l.run("cancel", "--grace", "1", id)
+	if got.Get("status").String() != state.StatusCancelled || !got.Get("group_empty_verified").Bool() || got.Get("containment").String() != "complete" {
+		t.Fatalf("cancel with every spare descriptor of the guardian watched answered %s", got.Raw)
 	}
 	l.settle()
 }

@@ -50,6 +50,41 @@ type controlReply struct {
 type controlServer struct {
 	l     *net.UnixListener
 	dirFD int
+	// conns has a slot for each connection the guardian may hold, and
+	// watches one for each that may be a watch (see connectionSlots).
+	conns, watches chan struct{}
+}
+
+// custodyDescriptors is how many descriptors a guardian keeps for its
+// custody, whatever its callers hold open: a drain takes a pidfd and a
+// /proc directory at a time for each member it signals, and a record's
+// write the state directory walked a descriptor at a time, the lock, the
+// stored record and the temp file.
+const custodyDescriptors = 16
+
+// maxControlConns bounds the connections a guardian holds at once.
+const maxControlConns = 256
+
+// connectionSlots says how many control connections the guardian may hold
+// at once, and how many of them may be watches: those its descriptor
+// limit leaves once custody has its share, two at least (a cancel, a
+// ping), and all but two for watches (a wait whose watch is turned away
+// watches the monitor's directory instead). Without a bound, a few dozen
+// waits under ulimit -n 32 left a guardian no descriptor to write its
+// receipt with or to signal a member through: the cancel found it gone
+// without one, and a child that had left the service's session ran on.
+func connectionSlots() (conns, watches int) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 2, 0
+	}
+	open, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 2, 0
+	}
+	n := int(min(lim.Cur, 1<<20)) - len(open) - custodyDescriptors
+	conns = min(max(n, 2), maxControlConns)
+	return conns, conns - 2
 }
 
 // socketPath names a file in dir through /proc/self/fd, which keeps the
@@ -103,8 +138,15 @@ func listenUnix(path string) (*net.UnixListener, error) {
 	return l.(*net.UnixListener), nil
 }
 
+// serve accepts a connection whenever it has a slot for one: the others
+// wait in the socket's backlog. The slots are counted once the guardian
+// holds what it keeps through custody (the service's pipe and pidfd, the
+// log).
 func (s *controlServer) serve(g *guardian) {
+	conns, watches := connectionSlots()
+	s.conns, s.watches = make(chan struct{}, conns), make(chan struct{}, watches)
 	for {
+		s.conns <- struct{}{}
 		conn, err := s.l.AcceptUnix()
 		if errors.Is(err, net.ErrClosed) {
 			return
@@ -112,6 +154,7 @@ func (s *controlServer) serve(g *guardian) {
 		if err != nil {
 			// Out of descriptors, most likely: the socket must outlive it,
 			// or cancel could never reach this guardian again.
+			<-s.conns
 			fmt.Fprintf(os.Stderr, "guardian: accept: %v\n", err)
 			time.Sleep(100 * time.Millisecond)
 			continue
@@ -119,6 +162,7 @@ func (s *controlServer) serve(g *guardian) {
 		g.handlers.Add(1)
 		go func() {
 			defer g.handlers.Done()
+			defer func() { <-s.conns }()
 			defer conn.Close()
 			g.handle(conn)
 		}()
@@ -181,7 +225,14 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		}
 		reply.Receipt = g.receipt.Load()
 	case "watch":
-		g.serveWatch(conn)
+		select {
+		case g.ctl.watches <- struct{}{}:
+			defer func() { <-g.ctl.watches }()
+			g.serveWatch(conn)
+		default:
+			// Turned away without its acknowledgement: the wait watches
+			// the monitor's directory instead.
+		}
 		return
 	case "root":
 		g.serveRoot(conn)
