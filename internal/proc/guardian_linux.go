@@ -649,9 +649,10 @@ func (g *guardian) renew() (drainCause, bool) {
 	return drainCause{}, true
 }
 
-// outOfSpace reports whether err is a write that failed for want of space.
-func outOfSpace(err error) bool {
-	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+// mayPass reports whether err is a write that failed for want of space
+// or of descriptors (the system's table full), which waiting may give.
+func mayPass(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
 }
 
 // noteStateError keeps the outcome of the last write of the record, for
@@ -724,10 +725,10 @@ func (g *guardian) finish(cause drainCause) {
 	g.noteStateError("receipt", err)
 	close(g.receipted)
 	// A receipt that could not be stored for want of space (a full disk, a
-	// quota) is never given up: the guardian stays, answering with it, and
-	// stores it once it can. Any other failure (the directory is gone) will
-	// not pass by waiting.
-	for backoff := 50 * time.Millisecond; outOfSpace(err); backoff = min(2*backoff, 5*time.Second) {
+	// quota) or of descriptors is never given up: the guardian stays,
+	// answering with it, and stores it once it can. Any other failure (the
+	// directory is gone) will not pass by waiting.
+	for backoff := 50 * time.Millisecond; mayPass(err); backoff = min(2*backoff, 5*time.Second) {
 		time.Sleep(backoff)
 		if err = g.save(true); errors.Is(err, errRevoked) {
 			err = nil
