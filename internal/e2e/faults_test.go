@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
 
@@ -602,6 +603,47 @@ func TestFaultsStall(t *testing.T) {
 	}
 	if seq := final.Get("heartbeat_seq").Int(); seq != stalled {
 		t.Fatalf("the resumed guardian renewed its lapsed window: heartbeat %d, then %d", stalled, seq)
+	}
+	l.settle()
+}
+
+// TestFaultsLockStall holds a monitor's lock across its guardian's
+// ownership window, as a procmon command stopped while it holds the lock
+// would: the heartbeat that waits for the lock finds the window lapsed
+// once it has it, and never renews. (It used to check the window before
+// waiting, and renewed: the monitor was running again after it had been
+// shown as needing reconciliation.)
+func TestFaultsLockStall(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	id, m := l.startMonitor("", "start", "--", "sleeper")
+	d := &state.Dir{Path: l.state}
+	// Right after a heartbeat, so that the next one waits for the lock.
+	for deadline := time.Now().Add(patience); ; time.Sleep(time.Millisecond) {
+		if now, err := d.LoadMonitor(id); err == nil && now.HeartbeatSeq != m.HeartbeatSeq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat within %v", patience)
+		}
+	}
+	lock := flock.New(filepath.Join(d.MonitorDir(id), "lock"))
+	if err := lock.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			lock.Unlock()
+			t.Fatalf("a guardian waiting for its lock still holds custody after %v", patience)
+		}
+	}
+	stalled := l.status(id).Get("heartbeat_seq").Int()
+	lock.Unlock()
+	final := l.awaitReceipt(id)
+	if final.Get("status").String() != state.StatusCancelled || final.Get("reason").String() != "heartbeat_missed" || !final.Get("receipt.group_empty_verified").Bool() {
+		t.Fatalf("receipt of a guardian that waited for its lock past its window: %s", final.Raw)
+	}
+	if seq := final.Get("heartbeat_seq").Int(); seq != stalled {
+		t.Fatalf("the guardian renewed its lapsed window once it had the lock: heartbeat %d, then %d", stalled, seq)
 	}
 	l.settle()
 }

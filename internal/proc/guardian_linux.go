@@ -518,14 +518,65 @@ func (g *guardian) save(durable bool) error {
 	}
 	return g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
 		if g.rec.HeartbeatSeq > 0 || g.rec.Phase != state.PhaseRunning {
-			stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
-			if err == nil && (stored.Receipt != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks) {
-				return errRevoked
+			if err := g.stillOurs(); err != nil {
+				return err
 			}
 		}
 		g.out.snapshot(g.rec)
 		return g.dir.SaveMonitor(g.rec, durable)
 	})
+}
+
+// stillOurs returns errRevoked when the stored record has been taken over
+// (settled, or naming another guardian); the caller holds the monitor's
+// lock.
+func (g *guardian) stillOurs() error {
+	stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
+	if err == nil && (stored.Receipt != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks) {
+		return errRevoked
+	}
+	return nil
+}
+
+// errLapsed means the ownership window passed before its renewal could
+// be written.
+var errLapsed = errors.New("the ownership window lapsed before its renewal was written")
+
+// saveRenewal writes the record with the ownership window renewed from
+// now, under the monitor's lock, unless the window that ends at until has
+// lapsed by the time the lock is held; it returns the renewed window's
+// end. Readers see a lapsed window without the lock, so the check must
+// come once the lock is held: a heartbeat that waited for it (a procmon
+// command stopped while holding it) used to write a window renewed from
+// before its wait, and a monitor shown as needing reconciliation was
+// running again. Should the guardian stall between the check and the
+// write, the lapsed window is put back before the lock is let go.
+func (g *guardian) saveRenewal(until int64) (int64, error) {
+	var renewed int64
+	err := g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
+		if err := g.stillOurs(); err != nil {
+			return err
+		}
+		now := nowMs()
+		if now > until {
+			return errLapsed
+		}
+		seq, expires := g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs
+		g.rec.HeartbeatSeq++
+		g.rec.OwnershipExpiresAtMs = now + g.spec.OwnerGraceMs
+		renewed = g.rec.OwnershipExpiresAtMs
+		g.out.snapshot(g.rec)
+		err := g.dir.SaveMonitor(g.rec, false)
+		if nowMs() > until {
+			g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs = seq, expires
+			if err == nil {
+				g.dir.SaveMonitor(g.rec, false)
+			}
+			return errLapsed
+		}
+		return err
+	})
+	return renewed, err
 }
 
 // keepCustody is the main loop: it renews ownership until something ends
@@ -627,24 +678,26 @@ func (g *guardian) renew() (drainCause, bool) {
 	if d := g.spec.WorkDeadlineMs; d != nil && now >= *d {
 		return drainCause{status: state.StatusTimedOut, reason: "deadline", graceMs: DefaultDrainGraceMs}, false
 	}
-	g.rec.HeartbeatSeq++
-	g.rec.OwnershipExpiresAtMs = now + g.spec.OwnerGraceMs
-	// save checks, under the record's lock, that the record still names
-	// this guardian. A heartbeat does not sync the directory: after a
-	// crash of the machine, the record that survives (whole, old or new)
-	// is from another boot.
-	err := g.save(false)
-	if errors.Is(err, errRevoked) {
+	// saveRenewal checks, under the record's lock, that the record still
+	// names this guardian and that the window has not lapsed. A heartbeat
+	// does not sync the directory: after a crash of the machine, the
+	// record that survives (whole, old or new) is from another boot.
+	renewed, err := g.saveRenewal(until)
+	switch {
+	case errors.Is(err, errRevoked):
 		return revoked, false
-	}
-	// A stall between the check above and the write may have carried the
-	// old window past its end: the renewed one is not to be relied on.
-	if nowMs() > until {
+	case errors.Is(err, errLapsed), nowMs() > until:
+		// The lock could not be had, and the window passed meanwhile.
 		return missed, false
+	case renewed == 0:
+		// The lock could not be had (it stayed taken, or no descriptor
+		// was left to take it with): renewed from now, as the record
+		// would have been.
+		renewed = nowMs() + g.spec.OwnerGraceMs
 	}
 	// Custody was checked in time: it holds whether or not the record
 	// could be written (a full disk); readers ask the guardian then.
-	g.custodyUntil.Store(now + g.spec.OwnerGraceMs)
+	g.custodyUntil.Store(renewed)
 	g.noteStateError("heartbeat", err)
 	return drainCause{}, true
 }
