@@ -58,7 +58,7 @@ type ExecResult struct {
 	Text          string
 	OutputBytes   int
 	OutputSHA256  string
-	CapturedBytes int64 // bytes the command wrote, before redaction
+	CapturedBytes int64 // bytes of the command's redacted output, stored or not
 	StreamBytes   int64 // bytes of the redacted stream, of which Text is the end
 	// CaptureLimit: the output passed MaxOutputBytes; Window: Text leaves
 	// the start of the stream out.
@@ -98,7 +98,7 @@ type PreparedExec struct {
 	path      string
 	redactor  *redact.Redactor
 	out       *outputCopier
-	tail      *tailFilter
+	tail      *outputTail
 	child     chan os.Signal
 	selfTicks uint64
 	bootID    string
@@ -137,8 +137,8 @@ func PrepareExec(spec ExecSpec) (*PreparedExec, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The copier's log is a memory file that stays empty: the filter keeps
-	// the redacted stream's tail itself and hands the copier nothing.
+	// The copier's log is a memory file that stays empty: the stored
+	// output goes to the tail, which keeps its end.
 	memfd, err := unix.MemfdCreate("procmon-exec", unix.MFD_CLOEXEC)
 	if err != nil {
 		out.abandon()
@@ -146,8 +146,9 @@ func PrepareExec(spec ExecSpec) (*PreparedExec, error) {
 	}
 	out.log = os.NewFile(uintptr(memfd), "exec-output")
 	out.logFD = uintptr(memfd)
-	p.tail = &tailFilter{stream: redactor.NewStream(), keep: logtext.Span(spec.WindowBytes)}
-	out.filter = p.tail
+	p.tail = &outputTail{keep: logtext.Span(spec.WindowBytes)}
+	out.filter = redactor.NewStream()
+	out.store = p.tail.add
 	if spec.MaxOutputBytes != nil {
 		out.limit = *spec.MaxOutputBytes
 	}
@@ -270,30 +271,16 @@ func (g *guardian) traceExec(dir *state.Dir) (string, error) {
 
 var emptySHA256 = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()
 
-// tailFilter is the redactor in front of a foreground command's output:
-// it keeps the last keep bytes of the redacted stream and hands the copier
-// nothing to write.
-type tailFilter struct {
-	stream *redact.Stream
-	keep   int64
-	buf    []byte
-	total  int64
-	out    []byte
+// outputTail keeps the last keep bytes of a foreground command's stored
+// output (redacted, and cut at the capture limit) in memory, instead of a
+// log.
+type outputTail struct {
+	keep  int64
+	buf   []byte
+	total int64
 }
 
-func (t *tailFilter) Redact(dst, p []byte) []byte {
-	t.out = t.stream.Redact(t.out[:0], p)
-	t.add(t.out)
-	return dst
-}
-
-func (t *tailFilter) Flush(dst []byte) []byte {
-	t.out = t.stream.Flush(t.out[:0])
-	t.add(t.out)
-	return dst
-}
-
-func (t *tailFilter) add(p []byte) {
+func (t *outputTail) add(p []byte) {
 	t.total += int64(len(p))
 	t.buf = append(t.buf, p...)
 	// Compacted once it holds twice what is kept, so each byte is copied
@@ -305,7 +292,7 @@ func (t *tailFilter) add(p []byte) {
 
 // window fills res with the last maxBytes of text of the ended stream, as
 // a tail window of a monitor's log reads it (see package logtext).
-func (t *tailFilter) window(res *ExecResult, maxBytes int64) {
+func (t *outputTail) window(res *ExecResult, maxBytes int64) {
 	size := t.total
 	base := size - int64(len(t.buf)) // stream offset of t.buf[0]
 	lo, _ := logtext.LastRange(maxBytes, size)

@@ -6,18 +6,13 @@ import (
 	"testing"
 
 	"procmon/internal/logtext"
-	"procmon/internal/redact"
 )
 
 // TestExecWindowIsTheLogText checks that the window of an exec result is
 // the text of the stream's end as logs shows it (package logtext), for
 // streams holding bytes that are not UTF-8, fed in random pieces through
-// the filter's bounded buffer.
+// the tail's bounded buffer.
 func TestExecWindowIsTheLogText(t *testing.T) {
-	r, err := redact.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pieces := []string{"a", "\n", "é", "中", "🙂", "\xff", "\x80", "\xe4\xb8", "\xf0\x9f\x99"}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for range 500 {
@@ -26,13 +21,12 @@ func TestExecWindowIsTheLogText(t *testing.T) {
 			stream = append(stream, pieces[rng.IntN(len(pieces))]...)
 		}
 		maxBytes := int64(4 + rng.IntN(40))
-		tail := &tailFilter{stream: r.NewStream(), keep: maxBytes + logtext.Margin}
+		tail := &outputTail{keep: maxBytes + logtext.Margin}
 		for rest := stream; len(rest) > 0; {
 			n := 1 + rng.IntN(len(rest))
-			tail.Redact(nil, rest[:n])
+			tail.add(rest[:n])
 			rest = rest[n:]
 		}
-		tail.Flush(nil)
 		var res ExecResult
 		tail.window(&res, maxBytes)
 		want := logtext.Last(logtext.Held{Bytes: stream, Size: int64(len(stream)), Ended: true}, maxBytes)
@@ -45,14 +39,9 @@ func TestExecWindowIsTheLogText(t *testing.T) {
 // TestExecWindowHugeMaxBytes: an exec asked for up to the largest int64
 // bytes of text keeps and returns all of its output.
 func TestExecWindowHugeMaxBytes(t *testing.T) {
-	r, err := redact.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, maxBytes := range []int64{math.MaxInt64, math.MaxInt64 - logtext.Margin + 1} {
-		tail := &tailFilter{stream: r.NewStream(), keep: logtext.Span(maxBytes)}
-		tail.Redact(nil, []byte("abc"))
-		tail.Flush(nil)
+		tail := &outputTail{keep: logtext.Span(maxBytes)}
+		tail.add([]byte("abc"))
 		var res ExecResult
 		tail.window(&res, maxBytes)
 		if res.Text != "abc" || res.Window || res.StreamBytes != 3 {

@@ -43,8 +43,11 @@ type outputCopier struct {
 	log      *os.File
 	logFD    uintptr
 	filter   outputFilter
-	limit    int64  // < 0: none
-	changed  func() // after each write to the log
+	limit    int64 // < 0: none
+	// store, when set, takes the output to store instead of the log (a
+	// foreground command keeps its tail in memory).
+	store   func(p []byte)
+	changed func() // after each write to the log
 
 	captured atomic.Int64
 	logBytes atomic.Int64
@@ -113,29 +116,41 @@ func (o *outputCopier) openLog(dir *state.Dir, monitorID string) error {
 func (o *outputCopier) run() {
 	buf := make([]byte, readChunk)
 	out := make([]byte, 0, readChunk+256)
-	var fed int64
+	var kept int64
 	for {
 		n, err := o.pipe.Read(buf)
 		if n > 0 {
-			o.captured.Add(int64(n))
-			take := int64(n)
-			if o.limit >= 0 && fed+take > o.limit {
-				take = max(o.limit-fed, 0)
-				o.capOnce.Do(func() { close(o.capHit) })
-			}
-			if take > 0 {
-				fed += take
-				out = o.filter.Redact(out[:0], buf[:take])
-				o.write(out)
-			}
+			out = o.filter.Redact(out[:0], buf[:n])
+			kept = o.take(out, kept)
 		}
 		if err != nil {
 			break
 		}
 	}
-	o.write(o.filter.Flush(out[:0]))
+	o.take(o.filter.Flush(out[:0]), kept)
 	o.pipe.Close()
 	close(o.done)
+}
+
+// take counts redacted output p as captured and writes what of it fits
+// under the capture limit, kept bytes being stored or lost before it; it
+// returns the new count. The count and the limit are of redacted bytes, a
+// credential counting as its marker: counted before redaction, they told
+// how long a redacted secret was (the captured count, and where the cap
+// cut the text). Past the limit the output is still redacted, to be
+// counted, while the drain stops the service.
+func (o *outputCopier) take(p []byte, kept int64) int64 {
+	o.captured.Add(int64(len(p)))
+	if o.limit >= 0 && kept+int64(len(p)) > o.limit {
+		p = p[:max(o.limit-kept, 0)]
+		o.capOnce.Do(func() { close(o.capHit) })
+	}
+	if o.store != nil {
+		o.store(p)
+	} else {
+		o.write(p)
+	}
+	return kept + int64(len(p))
 }
 
 // write appends to the log. After the first failure nothing more is

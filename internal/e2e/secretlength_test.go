@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// TestAnswersHideSecretLength runs the same output with a short and a
+// long registered secret in it, through exec and through a monitor,
+// under an output cap that cuts it and without one: every answer is the
+// same, as the redacted text is (SPEC 14: nothing depends on a secret's
+// value beyond what the redacted text shows). captured_bytes and the
+// capture limit used to count the bytes before redaction, which told the
+// secret's length.
+func TestAnswersHideSecretLength(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		limit := "1000000"
+		if capped {
+			limit = "600"
+		}
+		stateDir := filepath.Join(t.TempDir(), "state")
+		procmon := procmonIn(t, stateDir, t.TempDir())
+		configure := procmon("configure")
+		configure.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
+			"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+			"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
+			"max_output_bytes": ` + limit + `, "command_limit": 20}}`)
+		if out, err := configure.CombinedOutput(); err != nil {
+			t.Fatalf("configure: %v %s", err, out)
+		}
+		// The secret, then 1000 bytes of a pattern.
+		argv := `["sh", "-c", "printer -env API_TOKEN; printer -bytes 1000"]`
+		answers := map[string][]string{}
+		for _, secret := range []string{"s3cretXY", strings.Repeat("L0ngS3cret", 20)} {
+			env := `"env": {"API_TOKEN": "` + secret + `"}`
+			ex := procmon("exec")
+			ex.Stdin = strings.NewReader(`{"request": {"argv": ` + argv + `, ` + env + `}}`)
+			out, _ := ex.Output()
+			r := gjson.ParseBytes(out)
+			if !strings.Contains(r.Get("text").String(), "[REDACTED]") {
+				t.Fatalf("exec answered %s", out)
+			}
+			answers["exec"] = append(answers["exec"], fields(r, "status", "text", "captured_bytes", "stream_bytes", "output_truncated", "truncation"))
+
+			st := procmon("start")
+			st.Stdin = strings.NewReader(`{"request": {"argv": ` + argv + `, ` + env + `}}`)
+			id := startedID(t, runProcmonCmd(t, st))
+			w := procmon("wait")
+			w.Stdin = strings.NewReader(`{"request": {"monitor_id": "` + id + `", "condition": {"kind": "exit"}, "timeout_seconds": 60}}`)
+			runProcmonCmd(t, w)
+			for _, cmd := range []string{"logs", "status"} {
+				c := procmon(cmd)
+				c.Stdin = strings.NewReader(`{"request": {"monitor_id": "` + id + `"}}`)
+				r := gjson.ParseBytes(runProcmonCmd(t, c))
+				answers[cmd] = append(answers[cmd], fields(r, "status", "text", "captured_bytes", "stream_bytes", "output_truncated", "truncation", "output_sha256", "log_bytes"))
+			}
+		}
+		for cmd, a := range answers {
+			if a[0] != a[1] {
+				t.Errorf("capped %v: %s answers differ with the secret's length:\n%s\n%s", capped, cmd, a[0], a[1])
+			}
+		}
+		// The cap, of redacted bytes, cut the stored stream.
+		for _, cmd := range []string{"exec", "logs"} {
+			want := `status="exited"`
+			if capped {
+				want = `status="output_limit" `
+			}
+			if a := answers[cmd][0]; !strings.Contains(a, want) || capped != strings.Contains(a, "stream_bytes=600 ") {
+				t.Errorf("capped %v: %s answered %s", capped, cmd, a)
+			}
+		}
+		assertNothingLeft(t, stateDir)
+	}
+}
+
+// fields renders the named fields of an answer.
+func fields(r gjson.Result, names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n + "=" + r.Get(n).Raw + " ")
+	}
+	return b.String()
+}
+
+// runProcmonCmd runs c, a procmon command that must succeed, and returns
+// its stdout.
+func runProcmonCmd(t *testing.T, c *exec.Cmd) []byte {
+	t.Helper()
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("procmon %v: %v\n%s", c.Args[1:], err, out)
+	}
+	return out
+}
