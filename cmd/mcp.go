@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -386,6 +387,14 @@ func (s *mcpSession) executeCommand(ctx context.Context, _ *mcp.CallToolRequest,
 	c.Stdin = bytes.NewReader(body)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, s.env.Stderr
+	// A server that dies (SIGKILL) ends the session as a client's
+	// cancellation does: the command is sent SIGTERM and drained, where
+	// it used to run on to its deadline. The signal comes when the thread
+	// that started the command ends, so this goroutine keeps its thread
+	// until the command has exited.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := c.Start(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "run procmon exec: %w", err)
 	}

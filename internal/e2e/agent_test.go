@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"procmon/internal/proc"
 )
 
 // agentSchemas loads procmon schema's output: every command's request,
@@ -368,7 +371,9 @@ func TestAgentMCPSession(t *testing.T) {
 }
 
 // TestAgentMCPServerKilled kills procmon mcp outright: its guardians see
-// their run's owner exit and drain every monitor of the session.
+// their run's owner exit and drain every monitor of the session, and the
+// command an execute_command runs is drained too (it used to run on to its
+// deadline).
 func TestAgentMCPServerKilled(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
@@ -380,6 +385,23 @@ func TestAgentMCPServerKilled(t *testing.T) {
 	for range 2 {
 		ids = append(ids, callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string))
 	}
+	go session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command",
+		Arguments: map[string]any{"argv": []string{"sleeper", "under-execute-command"}}})
+	var command []int
+	for deadline := time.Now().Add(patience); len(command) == 0; time.Sleep(10 * time.Millisecond) {
+		if command = pidsWithArgs("sleeper", "under-execute-command"); len(command) == 0 && time.Now().After(deadline) {
+			t.Fatalf("execute_command's command did not start within %v", patience)
+		}
+	}
+	for _, pid := range command {
+		if ticks, err := proc.StartTicks(pid); err == nil {
+			t.Cleanup(func() {
+				if proc.Matches(pid, ticks) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+		}
+	}
 	server.Process.Signal(syscall.SIGKILL)
 	for _, id := range ids {
 		r := awaitRecordedReceipt(t, stateDir, id, "after its session's server was killed")
@@ -387,7 +409,26 @@ func TestAgentMCPServerKilled(t *testing.T) {
 			t.Errorf("%s: %+v", id, r)
 		}
 	}
+	for _, pid := range command {
+		if ticks, err := proc.StartTicks(pid); err == nil && !awaitGone(pid, ticks) {
+			t.Fatalf("execute_command's command (pid %d) outlived its server by %v", pid, patience)
+		}
+	}
 	assertNothingLeft(t, stateDir)
+}
+
+// pidsWithArgs lists the processes whose command line is exactly args.
+func pidsWithArgs(args ...string) []int {
+	want := strings.Join(args, "\x00") + "\x00"
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var out []int
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && string(b) == want {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // TestAgentMCPHugeWindows: a max_bytes up to the largest int64 is a bound
