@@ -100,6 +100,11 @@ func (d *Dir) CreateRun(r *Run) error {
 	if err := ValidRunID(r.RunID); err != nil {
 		return err
 	}
+	if r.Tools == nil {
+		// A run that grants no tool holds an empty list: tools is an
+		// array in every answer about the run, never null.
+		r.Tools = []string{}
+	}
 	parent := filepath.Join(d.Path, runsDir)
 	parentFD, err := openDir(d.Path, parent)
 	if err != nil {
@@ -142,6 +147,10 @@ func (d *Dir) LoadRun(id string) (*Run, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if r.Tools == nil {
+		// Written by a procmon that stored a run granting no tool as null.
+		r.Tools = []string{}
 	}
 	return &r, nil
 }
