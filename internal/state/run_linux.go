@@ -143,7 +143,7 @@ func (d *Dir) LoadRun(id string) (*Run, error) {
 	var r Run
 	err := readRecord(d.Path, d.runDir(id), runName, "run", &r)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, protocol.Errorf(protocol.CodeUnknownRun, "no run %q in %s", id, d.Path).With("run_id", id)
+		return nil, d.unknownRun(id)
 	}
 	if err != nil {
 		return nil, err
@@ -172,7 +172,15 @@ func (d *Dir) UpdateRun(id string, fn func(*Run) error) (*Run, error) {
 		out = r
 		return writeRecord(d.Path, d.runDir(id), runName, "run", r, true)
 	})
+	if errors.Is(err, fs.ErrNotExist) {
+		// The run's directory, where its lock lives, is not there.
+		return nil, d.unknownRun(id)
+	}
 	return out, err
+}
+
+func (d *Dir) unknownRun(id string) error {
+	return protocol.Errorf(protocol.CodeUnknownRun, "no run %q in %s", id, d.Path).With("run_id", id)
 }
 
 // RunIDs lists the runs in the state directory, sorted.

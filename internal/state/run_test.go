@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"procmon/internal/protocol"
 )
 
 // TestRunGrantingNoToolKeepsAList: a run created with an empty tools list
@@ -52,5 +55,18 @@ func TestRunGrantingNoToolKeepsAList(t *testing.T) {
 	}
 	if len(all.Tools) != len(Tools) {
 		t.Fatalf("run without tools given grants %v, want all of %v", all.Tools, Tools)
+	}
+}
+
+// TestUnknownRunIsUnknownRun: every way of reaching a run that does not
+// exist says unknown_run, updating it (run end) as well as reading it.
+func TestUnknownRunIsUnknownRun(t *testing.T) {
+	d := openTestDir(t)
+	id := "r_" + strings.Repeat("0", 26)
+	if _, err := d.LoadRun(id); !protocol.HasCode(err, protocol.CodeUnknownRun) {
+		t.Fatalf("load: %v, want unknown_run", err)
+	}
+	if _, err := d.UpdateRun(id, func(*Run) error { return nil }); !protocol.HasCode(err, protocol.CodeUnknownRun) {
+		t.Fatalf("update: %v, want unknown_run", err)
 	}
 }
