@@ -9,8 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"procmon/internal/protocol"
+	"procmon/internal/schema"
 	"procmon/internal/state"
 )
 
@@ -49,9 +54,149 @@ func TestShellQuote(t *testing.T) {
 		"echo\x00it's":                  `echo 'it'\''s'`,
 		"printf\x00":                    "printf ''",
 		"env\x00A=b\x00./x\x00--flag=1": "env A=b ./x --flag=1",
+		// Control characters and bytes that are no UTF-8 are escaped as
+		// bash reads $'...', so they never reach the terminal.
+		"printf\x00a\tb\n":        `printf $'a\tb\n'`,
+		"echo\x00\x1b[2Jit's\\":   `echo $'\e[2Jit\'s\\'`,
+		"echo\x00del\x7f\u0085c1": `echo $'del\x7f\u0085c1'`,
+		"cat\x00\xffbin":          `cat $'\xffbin'`,
+		"echo\x00\u00e9t\u00e9":   "echo 'été'",
 	} {
 		if got := shellQuote(strings.Split(argv, "\x00")); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", argv, got, want)
+		}
+	}
+}
+
+// TestStartRefusesNames: a name start cannot take back on the command
+// line, or that would not show as itself, is refused, by flag and by
+// request alike, before anything is started.
+func TestStartRefusesNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if status, _, raw := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: exit %d %s", status, raw)
+	}
+	var cases []refusal
+	for why, name := range map[string]string{
+		"empty":        "",
+		"too long":     strings.Repeat("x", 65),
+		"long in utf8": strings.Repeat("\u00e9", 33),
+		"not utf8":     "caf\xe9",
+		"tab":          "tab\there",
+		"newline":      "two\nlines",
+		"escape":       "evil\x1b[2J\x1b[31mRED",
+		"nul":          "a\x00b",
+		"del":          "a\x7f",
+		"c1":           "a\u0085b",
+		"id prefix":    "m_web",
+	} {
+		cases = append(cases, refusal{why + " by flag", "", []string{"start", "--name", name, "true"}, "invalid_request", 2, `"field":"name"`})
+		if !utf8.ValidString(name) {
+			continue // JSON carries text only: decoded, such a byte is U+FFFD
+		}
+		request, _ := json.Marshal(map[string]any{"request": map[string]any{"argv": []string{"true"}, "name": name}})
+		cases = append(cases, refusal{why + " in the request", string(request), []string{"start"}, "invalid_request", 2, `"field":"name"`})
+	}
+	checkRefusals(t, dir, cases, nil)
+	if status, resp, raw := runIn(t, dir, "", "list"); status != 0 || len(resp["monitors"].([]any)) != 0 {
+		t.Fatalf("after the refused starts: exit %d %s; want no monitor", status, raw)
+	}
+	if err := checkName(strings.Repeat("\u00e9", 32)); err != nil {
+		t.Errorf("a name of 64 bytes: %v", err)
+	}
+	for _, name := range []string{"web", "my api", "m", "m-web", "api_m_", "caf\u00e9", "\u6587"} {
+		if err := checkName(name); err != nil {
+			t.Errorf("checkName(%q) = %v, want nil", name, err)
+		}
+	}
+}
+
+// TestNameSchemaAgreesWithStart holds the start request's schema for
+// name to what start takes (for names whose bytes and characters count
+// alike: the schema counts characters).
+func TestNameSchemaAgreesWithStart(t *testing.T) {
+	sets, err := schemaSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var request schema.Schema
+	for _, set := range sets {
+		if set.Command == "start" {
+			request = set.Request
+		}
+	}
+	data, err := json.Marshal(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("start.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := c.Compile("start.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web", "my api", "m", "m-web", "api_m_", "caf\u00e9", strings.Repeat("x", 64),
+		"", strings.Repeat("x", 65), "tab\there", "a\nb", "\x1b[2J", "a\x00", "a\x7f", "a\u0085", "a\u009f", "m_web", "m_"} {
+		req, _ := json.Marshal(map[string]any{"argv": []string{"true"}, "name": name})
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byStart, bySchema := checkName(name) == nil, compiled.Validate(v) == nil
+		if byStart != bySchema {
+			t.Errorf("name %q: start takes it %v, the schema %v", name, byStart, bySchema)
+		}
+	}
+}
+
+// TestViewsEscapeNames: a record may hold a name start no longer takes;
+// list, status and the start line show it escaped, never as raw control
+// characters.
+func TestViewsEscapeNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	runIn(t, dir, "", "configure", "--enable")
+	names := map[string]string{
+		"m_0000000000000000000000001": "tab\there\nnl",
+		"m_0000000000000000000000002": "evil\x1b[2J\x1b[31mRED",
+		"m_0000000000000000000000003": "c1\u009b31m",
+		"m_0000000000000000000000004": "del\x7f",
+	}
+	for id, name := range names {
+		saveMonitor(t, dir, id, state.DefaultRun, name, 100, false)
+	}
+	shown := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if status := Run(append([]string{"-o", "text"}, args...), testEnv(dir, &out, &errOut)); status != 0 {
+			t.Fatalf("%v: exit %d: %s", args, status, errOut.String())
+		}
+		return out.String()
+	}
+	list := shown("list")
+	if rows := strings.Count(list, "\n"); rows != 1+len(names) {
+		t.Errorf("list has %d lines, want a header and %d rows:\n%s", rows, len(names), list)
+	}
+	for _, want := range []string{`$'tab\there\nnl'`, `$'evil\e[2J\e[31mRED'`, `$'c1\u009b31m'`, `$'del\x7f'`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("list does not show %s:\n%s", want, list)
+		}
+	}
+	views := []string{list}
+	for id := range names {
+		views = append(views, shown("status", id))
+	}
+	var b strings.Builder
+	viewStart(&b, palette{}, &startResponse{MonitorID: "m_0000000000000000000000002", Name: names["m_0000000000000000000000002"], Argv: []string{"printf", "\x1b]0;title\x07"}})
+	views = append(views, b.String())
+	for _, v := range views {
+		if !utf8.ValidString(v) || strings.IndexFunc(strings.ReplaceAll(v, "\n", ""), unicode.IsControl) >= 0 {
+			t.Errorf("a view holds raw control characters or bytes that are no UTF-8: %q", v)
 		}
 	}
 }

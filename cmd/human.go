@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"procmon/internal/protocol"
@@ -192,9 +193,19 @@ func viewStart(b *strings.Builder, p palette, r *startResponse) {
 // labelOf is what a person calls a monitor: its name, else its short id.
 func labelOf(name, id string) string {
 	if name != "" {
-		return name
+		return nameText(name)
 	}
 	return shortID(id)
+}
+
+// nameText is a monitor's name as the views show it: quoted as it would
+// be typed back, as an argument is (a record may hold a name that start
+// no longer takes); "" for none.
+func nameText(name string) string {
+	if name == "" {
+		return ""
+	}
+	return quoteArg(name)
 }
 
 // shortIDLen is how much of an id the views show: m_ and 8 characters
@@ -311,7 +322,7 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse) {
 		if !p.on {
 			paint = nil
 		}
-		t.add([]string{short[i], v.RunID, status, dash(v.Name), age(now, v.StartedAtMs), shellQuote(v.Argv)}, paint)
+		t.add([]string{short[i], v.RunID, status, dash(nameText(v.Name)), age(now, v.StartedAtMs), shellQuote(v.Argv)}, paint)
 	}
 	t.write(b)
 	if len(r.Monitors) == 0 {
@@ -522,7 +533,10 @@ func byteCount(n int64) string {
 	return strconv.FormatFloat(float64(n)/1e9, 'f', 1, 64) + " GB"
 }
 
-// shellQuote writes argv as a person would type it in a POSIX shell.
+// shellQuote writes argv as a person would type it in a POSIX shell. A
+// name is shown the same way (quoteArg), so that what a view prints can
+// be typed back, and no control character in an argument or a name
+// (a record may hold any) reaches the terminal as itself.
 func shellQuote(argv []string) string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
@@ -545,5 +559,45 @@ func quoteArg(a string) string {
 	if safe {
 		return a
 	}
+	if strings.IndexFunc(a, unicode.IsControl) >= 0 || !utf8.ValidString(a) {
+		return ansiCQuote(a)
+	}
 	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
+
+// ansiCQuote quotes a as bash, zsh and ksh read $'...': every control
+// character and every byte that begins no UTF-8 character is written as
+// an escape, so a tab cannot shift a column, a newline cannot start a
+// row, and an escape sequence cannot drive the terminal, while the text
+// still pastes back as the same argument.
+func ansiCQuote(a string) string {
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(a); {
+		r, size := utf8.DecodeRuneInString(a[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, a[i])
+		case r == '\'' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == 0x1b:
+			b.WriteString(`\e`)
+		case r < 0x80 && unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(a[i : i+size])
+		}
+		i += size
+	}
+	b.WriteString("'")
+	return b.String()
 }

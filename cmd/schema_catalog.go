@@ -244,6 +244,7 @@ var schemaCatalog = &schema.Catalog{
 		"execRequest.cwd":               "Working directory (absolute, or relative to the caller's). Default: the caller's.",
 		"execRequest.max_bytes":         "The most bytes of the end of the output to return (at least 4). Default 65536.",
 		"runView.policy":                "The runner settings frozen into the run when it was created.",
+		"startRequest.name":             "A label to name the service by later on the command line (--name NAME): 1 to 64 bytes of UTF-8 with no control characters, not starting with m_ (which begins a monitor id). Several monitors may carry one name. Absent: none.",
 	},
 	Enums: map[string][]string{
 		"status":               {state.StatusRunning, state.StatusSettling, state.StatusExited, state.StatusCancelled, state.StatusTimedOut, state.StatusOutputLimit, state.StatusNeedsReconciliation},
@@ -286,6 +287,10 @@ var schemaCatalog = &schema.Catalog{
 		"execRequest.argv":         {"type": "array", "minItems": 1, "items": schema.Schema{"type": "string"}},
 		"logsRequest.offset":       {"type": []string{"integer", "null"}, "minimum": 0},
 		"statusRequest.monitor_id": {"type": []string{"string", "null"}, "pattern": "^m_[0-9a-z]{20,32}$"},
+		// No control character (C0, DEL, C1), in the escapes that Go,
+		// ECMA-262 and Python regexes all read alike. maxLength counts
+		// characters; start refuses more than 64 bytes.
+		"startRequest.name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": `^[^\x00-\x1f\x7f-\x9f]*$`, "not": schema.Schema{"pattern": "^m_"}},
 	},
 }
 

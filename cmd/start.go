@@ -5,6 +5,8 @@ package cmd
 import (
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +22,8 @@ type startRequest struct {
 	Secrets        []string          `json:"secrets,omitempty"`
 	SecretEnv      []string          `json:"secret_env,omitempty"`
 	TimeoutSeconds *int64            `json:"timeout_seconds,omitempty"`
-	Name           string            `json:"name,omitempty"`
+	// Name is a pointer so that a name given empty is told from none.
+	Name *string `json:"name,omitempty"`
 }
 
 type startResponse struct {
@@ -42,6 +45,7 @@ func newStartCmd(env *Env, g *globals) *cobra.Command {
 	var req startRequest
 	var envPairs []string
 	var timeout int64
+	var name string
 	c := &cobra.Command{
 		Use:   "start [flags] [--] COMMAND [ARGS...]",
 		Short: "Start a service under a detached guardian",
@@ -56,6 +60,9 @@ procmon's own flags go before the command: everything from the command on
 is the command's, flags included ("--" before it is allowed, and needed
 only for a command whose name starts with "-"). A --timeout is a work
 deadline counted from now: 30s, 10m, 2h, or a plain number of seconds.
+A --name labels the service, to name it by later with --name: up to 64
+bytes of UTF-8 without control characters, and not starting with "m_",
+which begins a monitor id.
 
 Start services in the foreground: a daemonizing service leaves its group.
 Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*,
@@ -67,6 +74,9 @@ from the output before it is stored.`,
 				req.Argv = args
 				if c.Flags().Changed("timeout") {
 					req.TimeoutSeconds = &timeout
+				}
+				if c.Flags().Changed("name") {
+					req.Name = &name
 				}
 				var err error
 				if req.Env, err = envFlags(envPairs); err != nil {
@@ -90,7 +100,7 @@ from the output before it is stored.`,
 	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
 	secondsVar(c, &timeout, "timeout", 0, "work deadline from now (30s, 10m, 2h; a plain number is seconds)")
-	c.Flags().StringVar(&req.Name, "name", "", "a label for the service, to name it by with --name later")
+	c.Flags().StringVar(&name, "name", "", "a label for the service, to name it by with --name later")
 	// Flags after the command are the command's: procmon start python3 -m
 	// http.server needs no "--".
 	c.Flags().SetInterspersed(false)
@@ -100,6 +110,13 @@ from the output before it is stored.`,
 func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if len(req.Argv) == 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty: procmon start -- COMMAND [ARGS...]`).With("field", "argv")
+	}
+	var name string
+	if req.Name != nil {
+		if err := checkName(*req.Name); err != nil {
+			return nil, err
+		}
+		name = *req.Name
 	}
 	dir, err := openState(env)
 	if err != nil {
@@ -115,7 +132,7 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	}
 	m, warnings, err := proc.Start(dir, proc.StartRequest{
 		RunID: runID,
-		Name:  req.Name,
+		Name:  name,
 		Command: proc.Command{
 			Argv:           req.Argv,
 			Cwd:            cwd,
@@ -143,6 +160,35 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		WorkDeadlineMs:       m.WorkDeadlineMs,
 		Warnings:             warnings,
 	}, nil
+}
+
+// maxNameBytes is the longest name a monitor may be given: a label to
+// type, and to read in a column of list.
+const maxNameBytes = 64
+
+// checkName refuses a name that a person could not type back, or that
+// would not show as itself: empty, longer than maxNameBytes, not UTF-8,
+// holding a control character (a tab or a newline breaks list's rows, an
+// escape drives the terminal), or starting with "m_", which on the
+// command line begins a monitor id. The message quotes the name escaped,
+// never as it is.
+func checkName(name string) error {
+	refuse := func(format string, a ...any) error {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "name" `+format, a...).With("field", "name")
+	}
+	switch {
+	case name == "":
+		return refuse("is empty; leave it out for a monitor without a name")
+	case len(name) > maxNameBytes:
+		return refuse("is %d bytes long; a name has at most %d", len(name), maxNameBytes)
+	case !utf8.ValidString(name):
+		return refuse("is not valid UTF-8: %q", name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return refuse("holds a control character (a tab, a newline, an escape, ...): %q", name)
+	case strings.HasPrefix(name, "m_"):
+		return refuse(`starts with "m_", which on the command line begins a monitor id: %q; choose another name`, name)
+	}
+	return nil
 }
 
 // envFlags turns --env NAME=VALUE flags into a request's env; none: nil.
