@@ -49,7 +49,7 @@ func newCancelCmd(env *Env, g *globals) *cobra.Command {
 	var name string
 	var all bool
 	c := &cobra.Command{
-		Use:   "cancel [MONITOR_ID... | --name NAME | --all] [--grace DURATION]",
+		Use:   "cancel [MONITOR_ID | NAME... | --name NAME | --all] [--grace DURATION]",
 		Short: "Stop a service and return its terminal receipt",
 		Long: `Drain the service's process group: SIGTERM (with SIGCONT), the grace
 period (default 5 s), SIGKILL to whatever remains, reaping, verification
@@ -58,11 +58,12 @@ output read to its end. Returns the receipt. On a monitor that has already
 ended it returns the existing receipt; other monitors keep running.
 
   procmon cancel m_3kq9x2ab           # an id, or any unique start of one
-  procmon cancel --name web --grace 30s
-  procmon cancel m_3kq9 m_7hd2        # several at once, in parallel
+  procmon cancel web --grace 30s      # the run's live monitor named web
+  procmon cancel m_3kq9 m_7hd2 api    # several at once, in parallel
   procmon cancel --all                # every live monitor of the run
 
-Several monitors (or --all) answer {"monitors": [receipts...], "errors":
+An argument that starts with m_ is an id, any other a name (as --name
+takes it). Several monitors (or --all) answer {"monitors": [receipts...], "errors":
 [{"monitor_id", "error"}...]}; the exit status is then that of the first
 error, or 0.`,
 		ValidArgsFunction: completeLiveMonitorIDs(env),
@@ -102,7 +103,7 @@ type cancelManyResponse struct {
 // monitor of the run without a receipt.
 func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name string, all bool, grace int64) error {
 	if all && (len(args) > 0 || name != "") {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "--all cancels every live monitor of the run: give it no ids and no --name")
+		return protocol.Errorf(protocol.CodeInvalidRequest, "--all cancels every live monitor of the run: give it no monitors and no --name")
 	}
 	var graceSeconds *int64
 	if c.Flags().Changed("grace") {

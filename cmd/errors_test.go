@@ -58,7 +58,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"zero timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 0}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
 		{"fractional timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 1.5}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
 		{"short secret", `{"request": {"argv": ["sleep"], "secrets": ["hunter2"]}}`, []string{"start"}, "invalid_request", 2, "secrets[0]"},
-		{"traversal id", "", []string{"status", "../../../etc/passwd"}, "invalid_request", 2, "not valid"},
+		{"traversal name", "", []string{"status", "../../../etc/passwd"}, "unknown_monitor", 4, "is named"},
 		{"flags without argv", "", []string{"start", "--name", "web"}, "invalid_request", 2, "is required and must not be empty"},
 		{"no such run subcommand", "", []string{"run", "frob"}, "invalid_request", 2, "unknown command"},
 		{"empty id in body", `{"request": {"monitor_id": ""}}`, []string{"status"}, "invalid_request", 2, "not valid"},

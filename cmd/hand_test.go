@@ -244,7 +244,7 @@ func TestResolveMonitorArg(t *testing.T) {
 	}
 	cases := []struct{ arg, want, code string }{
 		{"m_bb", "m_bbbb000000000000000000000c", ""},
-		{"bbbb", "m_bbbb000000000000000000000c", ""},
+		{"bbbb", "bbbb", ""}, // no m_: no id, as given (a name, to monitorArgs)
 		{"m_aaaa000000000000000000000b", "m_aaaa000000000000000000000b", ""},
 		{"m_aaaa", "", "invalid_request"}, // two ids start so
 		{"m_zz", "", "unknown_monitor"},   // an id's start that matches none
@@ -307,6 +307,70 @@ func TestResolveName(t *testing.T) {
 	}
 	if got, err := resolveName(env, &globals{run: "r_elsewhere00000000000000000"}, "solo"); err != nil || got != other {
 		t.Errorf("--run r_elsewhere --name solo = %q, %v; want %q", got, err, other)
+	}
+}
+
+// TestArgumentsAreIDsOrNames: an argument that starts with m_ is an id
+// or the start of one, any other is a name, resolved as --name is; the
+// start of an id without its m_ never picks a monitor.
+func TestArgumentsAreIDsOrNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	env := testEnv(dir, &bytes.Buffer{}, &bytes.Buffer{})
+	g := &globals{}
+	const (
+		xeu   = "m_xeueoye2000000000000000001" // unnamed
+		mmm   = "m_mmmm00000000000000000000002"
+		web   = "m_0000000000000000000000003"
+		named = "m_0000000000000000000000004" // named x
+	)
+	saveMonitor(t, dir, xeu, state.DefaultRun, "", 100, false)
+	saveMonitor(t, dir, mmm, state.DefaultRun, "", 200, false)
+	saveMonitor(t, dir, web, state.DefaultRun, "web", 300, false)
+
+	for arg, want := range map[string]string{"web": web, "m_xeu": xeu, "m_m": mmm, xeu: xeu} {
+		if got, err := monitorArgs(env, g, []string{arg}, ""); err != nil || len(got) != 1 || got[0] != want {
+			t.Errorf("argument %q = %v, %v; want %s", arg, got, err, want)
+		}
+	}
+	for _, arg := range []string{"x", "xeu", "m", "mmmm", "3kq9"} {
+		got, err := monitorArgs(env, g, []string{arg}, "")
+		if !protocol.HasCode(err, protocol.CodeUnknownMonitor) || !strings.Contains(err.Error(), `named "`+arg+`"`) {
+			t.Errorf("argument %q = %v, %v; want unknown_monitor: no monitor named %q", arg, got, err, arg)
+		}
+	}
+	if _, err := monitorArgs(env, g, []string{"xeu"}, ""); err == nil || !strings.Contains(err.Error(), "m_xeu") {
+		t.Errorf("argument xeu: %v; want a hint that ids are given with their m_", err)
+	}
+	if _, err := monitorArgs(env, g, []string{""}, ""); !protocol.HasCode(err, protocol.CodeInvalidRequest) {
+		t.Errorf("an empty argument: %v; want invalid_request, never the unnamed monitor", err)
+	}
+
+	saveMonitor(t, dir, named, state.DefaultRun, "x", 400, false)
+	if got, err := monitorArgs(env, g, []string{"x", "web"}, ""); err != nil || strings.Join(got, " ") != named+" "+web {
+		t.Errorf("arguments x web = %v, %v; want %s %s", got, err, named, web)
+	}
+	if got, err := oneMonitorArg(env, g, []string{"x"}, "web"); err == nil {
+		t.Errorf("an argument and --name: %v; want refused", got)
+	}
+}
+
+// TestCancelOfANameCancelsOnlyThatName: cancel x, with no monitor named
+// x, touches no monitor whose id starts m_x.
+func TestCancelOfANameCancelsOnlyThatName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	runIn(t, dir, "", "configure", "--enable")
+	const xeu = "m_xeueoye2000000000000000001"
+	saveMonitor(t, dir, xeu, state.DefaultRun, "", 100, false)
+	status, resp, raw := runIn(t, dir, "", "cancel", "x")
+	if status != 4 || errorCode(resp) != "unknown_monitor" || !strings.Contains(raw, `is named \"x\"`) {
+		t.Fatalf("cancel x: exit %d %s; want unknown_monitor: no monitor named x", status, raw)
+	}
+	d, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := d.LoadMonitor(xeu); err != nil || m.Receipt != nil {
+		t.Fatalf("cancel x touched %s: %+v, %v", xeu, m, err)
 	}
 }
 

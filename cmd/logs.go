@@ -46,7 +46,7 @@ func newLogsCmd(env *Env, g *globals) *cobra.Command {
 	var follow bool
 	var name, tail, since string
 	c := &cobra.Command{
-		Use:   "logs [MONITOR_ID | --name NAME] [--tail N] [--since TIME] [--max-bytes N] [--offset N] [--follow]",
+		Use:   "logs [MONITOR_ID | NAME | --name NAME] [--tail N] [--since TIME] [--max-bytes N] [--offset N] [--follow]",
 		Short: "Show a monitor's redacted output",
 		Long: `Show a bounded snapshot of the monitor's output, with credentials already
 redacted (a raw secret never reaches the disk). By default the last 65536
@@ -67,12 +67,13 @@ starts the window where that character ends; offset says where.
   procmon logs m_… --offset 0 --max-bytes 1048576   # then --offset <next_offset>
   procmon logs m_… --follow                         # stream text until it ends
 
-By hand, as tail and docker logs do:
+By hand, as tail and docker logs do, the monitor named by its name or
+by the start of its id (an argument that starts with m_ is an id):
 
   procmon logs --name web --tail 20     # the last 20 lines
   procmon logs -f web                   # the last 10 lines, then follow
   procmon logs -f --tail all m_3kq9     # everything, then follow
-  procmon logs --since 2m web            # what web wrote in the last 2 minutes
+  procmon logs --since 2m web           # what web wrote in the last 2 minutes
   procmon logs -f --since 0s m_3kq9     # only what comes from now on
 
 --tail and --since answer with the text from where they start to the end

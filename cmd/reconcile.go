@@ -12,7 +12,7 @@ func newReconcileCmd(env *Env, g *globals) *cobra.Command {
 	var grace int64
 	var name string
 	c := &cobra.Command{
-		Use:   "reconcile [MONITOR_ID | --name NAME] [--grace DURATION]",
+		Use:   "reconcile [MONITOR_ID | NAME | --name NAME] [--grace DURATION]",
 		Short: "Settle a monitor whose guardian was lost",
 		Long: `For a needs_reconciliation monitor only: if the recorded group can still be
 proven to be the one procmon started (this boot, and no other process holds

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,11 +14,15 @@ import (
 	"procmon/internal/state"
 )
 
-// Monitors named by hand. A person calls a monitor by the --name it was
-// started with or by the first characters of its id, as shown by list;
-// both are resolved here, on the command line only, to the exact id the
-// request carries. A request read from stdin is never resolved: the JSON
-// protocol takes exact ids.
+// Monitors named by hand. A person calls a monitor by the name it was
+// started with (as an argument, or with --name) or by the first
+// characters of its id, as shown by list; both are resolved here, on the
+// command line only, to the exact id the request carries. An argument
+// that starts with "m_" is an id or the start of one, any other is a
+// name: start refuses names that start with "m_", so no argument can
+// mean both, and "x" never picks a monitor whose id happens to start
+// m_x. A request read from stdin is never resolved: the JSON protocol
+// takes exact ids.
 
 // addNameFlag adds --name to a command that takes a monitor id.
 func addNameFlag(c *cobra.Command, env *Env, name *string) {
@@ -26,11 +31,11 @@ func addNameFlag(c *cobra.Command, env *Env, name *string) {
 }
 
 // monitorArgs resolves the monitors a command line names: its arguments
-// (exact ids or unique id prefixes) and --name.
+// (exact ids, unique id prefixes or names) and --name.
 func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, error) {
 	ids := make([]string, 0, len(args)+1)
 	for _, a := range args {
-		id, err := resolveMonitorArg(env, a)
+		id, err := resolveArg(env, g, a)
 		if err != nil {
 			return nil, err
 		}
@@ -47,46 +52,53 @@ func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, er
 }
 
 // oneMonitorArg resolves the one monitor a command line names: an
-// argument (an exact id or a unique id prefix) or --name, not both.
+// argument (an exact id, a unique id prefix or a name) or --name, not
+// both.
 func oneMonitorArg(env *Env, g *globals, args []string, name string) (string, error) {
 	ids, err := monitorArgs(env, g, args, name)
 	if err != nil {
 		return "", err
 	}
 	if len(ids) > 1 {
-		return "", protocol.Errorf(protocol.CodeInvalidRequest, "give a monitor id or --name, not both")
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "give one monitor: an id or a name as the argument, or --name, not both")
 	}
 	return ids[0], nil
 }
 
-// resolveMonitorArg turns a unique id prefix ("m_3kq9", or "3kq9") into
-// the id. An "m_" prefix that matches no monitor is unknown_monitor, as
-// an exact id would be. An exact id, or anything else that matches no
-// monitor, is returned as it is, so the command answers for it exactly
-// as it always has (unknown_monitor, or invalid_request for what is no
-// id at all).
-func resolveMonitorArg(env *Env, arg string) (string, error) {
-	if state.ValidMonitorID(arg) == nil || !idPrefixLike(arg) {
-		return arg, nil
+// resolveArg resolves one argument: an id or the start of one when it
+// starts with "m_", else a name.
+func resolveArg(env *Env, g *globals, arg string) (string, error) {
+	if strings.HasPrefix(arg, "m_") {
+		return resolveMonitorArg(env, arg)
 	}
-	path, err := stateDirPath(env.Getenv)
-	if err != nil {
-		return arg, nil
-	}
-	ids, _ := (&state.Dir{Path: path}).MonitorIDs()
-	prefix := "m_" + strings.TrimPrefix(arg, "m_")
-	var matches []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, prefix) {
-			matches = append(matches, id)
+	id, err := resolveName(env, g, arg)
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Code == protocol.CodeUnknownMonitor && idPrefixLike(arg) {
+		// The start of an id without its m_, as procmon once took it.
+		if _, matches := idsStartingWith(env, "m_"+arg); len(matches) > 0 {
+			pe.Message += fmt.Sprintf("; an id is given with its m_: m_%s", arg)
 		}
+	}
+	return id, err
+}
+
+// resolveMonitorArg turns a unique id prefix ("m_3kq9") into the id. An
+// "m_" prefix that matches no monitor is unknown_monitor, as an exact id
+// would be. An exact id, or anything else that is no start of an id
+// ("3kq9", "m_X"), is returned as it is, so the command answers for it
+// exactly as it always has (unknown_monitor, or invalid_request for what
+// is no id at all).
+func resolveMonitorArg(env *Env, arg string) (string, error) {
+	if state.ValidMonitorID(arg) == nil || !strings.HasPrefix(arg, "m_") || !idPrefixLike(arg) {
+		return arg, nil
+	}
+	path, matches := idsStartingWith(env, arg)
+	if path == "" {
+		return arg, nil
 	}
 	switch len(matches) {
 	case 0:
-		if strings.HasPrefix(arg, "m_") && len(arg) > len("m_") {
-			return "", protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor id in %s starts with %q", path, arg).With("monitor_id", arg)
-		}
-		return arg, nil
+		return "", protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor id in %s starts with %q", path, arg).With("monitor_id", arg)
 	case 1:
 		return matches[0], nil
 	}
@@ -94,7 +106,24 @@ func resolveMonitorArg(env *Env, arg string) (string, error) {
 		With("field", "monitor_id").With("candidates", matches)
 }
 
-// idPrefixLike reports whether s could be the start of a monitor id.
+// idsStartingWith lists the monitor ids of the state directory (its path,
+// "" when none is named) that start with prefix.
+func idsStartingWith(env *Env, prefix string) (path string, matches []string) {
+	path, err := stateDirPath(env.Getenv)
+	if err != nil {
+		return "", nil
+	}
+	ids, _ := (&state.Dir{Path: path}).MonitorIDs()
+	for _, id := range ids {
+		if strings.HasPrefix(id, prefix) {
+			matches = append(matches, id)
+		}
+	}
+	return path, matches
+}
+
+// idPrefixLike reports whether s could be the start of a monitor id, with
+// or without its "m_".
 func idPrefixLike(s string) bool {
 	rest := strings.TrimPrefix(s, "m_")
 	if rest == "" || len(rest) > 32 {
@@ -114,6 +143,10 @@ func idPrefixLike(s string) bool {
 // both; when none is live, the one started last, so that the logs and
 // status of a service that just ended are still one name away.
 func resolveName(env *Env, g *globals, name string) (string, error) {
+	if name == "" {
+		// Else it would pick a monitor started without a name.
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "an empty name names no monitor; give a name or an id").With("field", "name")
+	}
 	runID, err := selectedRun(env, g)
 	if err != nil {
 		return "", err
@@ -147,7 +180,7 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 			cands = append(cands, m.MonitorID)
 			desc = append(desc, fmt.Sprintf("%s (%s)", m.MonitorID, shellQuote(m.Argv)))
 		}
-		return "", protocol.Errorf(protocol.CodeInvalidRequest, "--name %q is ambiguous: %d live monitors of run %s carry it: %s; give the id instead", name, len(live), runID, strings.Join(desc, ", ")).
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "the name %q is ambiguous: %d live monitors of run %s carry it: %s; give the id instead", name, len(live), runID, strings.Join(desc, ", ")).
 			With("field", "name").With("candidates", cands)
 	case len(ended) > 0:
 		sort.Slice(ended, func(i, j int) bool { return ended[i].StartedAtMs > ended[j].StartedAtMs })

@@ -132,7 +132,8 @@ Every command reads one JSON object {"request": {...}} on stdin and writes
 one JSON object on stdout; flags and arguments build the same request by
 hand. On a terminal, commands print a readable view instead (errors as one
 line on stderr); -o json or --json forces the JSON, -o text the view.
-Monitors may be named by hand by --name or by the start of their id.
+Monitors may be named by hand by their name (as the argument, or with
+--name) or by the start of their id (m_3kq9).
 Start with: procmon configure --enable`,
 		Version:           Version,
 		SilenceErrors:     true,

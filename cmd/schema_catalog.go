@@ -244,7 +244,7 @@ var schemaCatalog = &schema.Catalog{
 		"execRequest.cwd":               "Working directory (absolute, or relative to the caller's). Default: the caller's.",
 		"execRequest.max_bytes":         "The most bytes of the end of the output to return (at least 4). Default 65536.",
 		"runView.policy":                "The runner settings frozen into the run when it was created.",
-		"startRequest.name":             "A label to name the service by later on the command line (--name NAME): 1 to 64 bytes of UTF-8 with no control characters, not starting with m_ (which begins a monitor id). Several monitors may carry one name. Absent: none.",
+		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control characters, not starting with m_ (which begins a monitor id). Several monitors may carry one name. Absent: none.",
 	},
 	Enums: map[string][]string{
 		"status":               {state.StatusRunning, state.StatusSettling, state.StatusExited, state.StatusCancelled, state.StatusTimedOut, state.StatusOutputLimit, state.StatusNeedsReconciliation},

@@ -60,9 +60,9 @@ procmon's own flags go before the command: everything from the command on
 is the command's, flags included ("--" before it is allowed, and needed
 only for a command whose name starts with "-"). A --timeout is a work
 deadline counted from now: 30s, 10m, 2h, or a plain number of seconds.
-A --name labels the service, to name it by later with --name: up to 64
-bytes of UTF-8 without control characters, and not starting with "m_",
-which begins a monitor id.
+A --name labels the service, to name it by later (procmon logs api, or
+--name api): up to 64 bytes of UTF-8 without control characters, and not
+starting with "m_", which begins a monitor id.
 
 Start services in the foreground: a daemonizing service leaves its group.
 Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*,
@@ -100,7 +100,7 @@ from the output before it is stored.`,
 	c.Flags().StringArrayVar(&envPairs, "env", nil, "NAME=VALUE added to the inherited environment (repeatable)")
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
 	secondsVar(c, &timeout, "timeout", 0, "work deadline from now (30s, 10m, 2h; a plain number is seconds)")
-	c.Flags().StringVar(&name, "name", "", "a label for the service, to name it by with --name later")
+	c.Flags().StringVar(&name, "name", "", "a label for the service, to name it by later (procmon logs NAME)")
 	// Flags after the command are the command's: procmon start python3 -m
 	// http.server needs no "--".
 	c.Flags().SetInterspersed(false)

@@ -17,15 +17,20 @@ func newStatusCmd(env *Env, g *globals) *cobra.Command {
 	var all bool
 	var name string
 	c := &cobra.Command{
-		Use:   "status [MONITOR_ID | --name NAME]",
+		Use:   "status [MONITOR_ID | NAME | --name NAME]",
 		Short: "Show a monitor's status, or every monitor of the run",
 		Long: `Show a monitor's record and status: running, settling, exited, cancelled,
 timed_out, output_limit or needs_reconciliation. An exit code is shown only
 with a verified receipt. Without an id, lists the run's monitors.
 
-By hand a monitor may be named by any unique start of its id (as list
-shows it) or by --name: the run's live monitor started with that name, or
-when none is live the one started last.`,
+By hand a monitor may be named by its id or any unique start of it
+(m_3kq9, as list shows it), or by its name, as the argument or with
+--name: the run's live monitor started with that name, or when none is
+live the one started last. An argument that starts with m_ is an id;
+any other is a name.
+
+  procmon status m_3kq9
+  procmon status web`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -45,12 +45,12 @@ func newWaitCmd(env *Env, g *globals) *cobra.Command {
 	var exit, check bool
 	var timeout int64
 	c := &cobra.Command{
-		Use:   "wait [MONITOR_ID | --name NAME] (--output TEXT | --exit | --file PATH [--sha256 HEX]) [--timeout DURATION] [--check]",
+		Use:   "wait [MONITOR_ID | NAME | --name NAME] (--output TEXT | --exit | --file PATH [--sha256 HEX]) [--timeout DURATION] [--check]",
 		Short: "Block until a service shows output, exits, or writes a file",
 		Long: `Block once until there is evidence about a service, then print it.
 
   procmon wait m_... --output "Listening on 8000" --timeout 60s
-  procmon wait --name web --output "Serving HTTP" --timeout 2m --check
+  procmon wait web --output "Serving HTTP" --timeout 2m --check
   procmon wait m_... --exit
   procmon wait m_... --file build/ready.json --sha256 HEX --timeout 120
   echo '{"request":{"monitor_id":"m_...","condition":{"kind":"output","text":"Serving HTTP"},"timeout_seconds":30}}' | procmon wait
