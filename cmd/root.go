@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,6 +59,7 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardianArg {
 		return proc.RunGuardian(os.Args[2:], os.Stdin, os.Stdout)
 	}
+	quitAsInterrupt()
 	if pe := checkLimits(); pe != nil {
 		early.AbandonLaunched()
 		protocol.WriteJSON(os.Stdout, pe.Object(), false)
@@ -66,6 +69,22 @@ func Main() int {
 	// proc.Start (bad flags, --help) is not left waiting.
 	defer early.AbandonLaunched()
 	return Run(os.Args[1:], defaultEnv())
+}
+
+// quitAsInterrupt makes SIGQUIT (Ctrl-\ on a terminal) do what SIGINT
+// does, whatever that is where it arrives: a command that catches SIGINT
+// (wait, logs --follow, exec, mcp) answers it as an interrupt, and any
+// other dies of SIGINT. Left to the Go runtime, SIGQUIT would print every
+// goroutine's stack and exit 2, the status of a usage error; a guardian
+// catches its own signals and never comes here.
+func quitAsInterrupt() {
+	quit := make(chan os.Signal, 1)
+	signal.Notify(quit, syscall.SIGQUIT)
+	go func() {
+		for range quit {
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+		}
+	}()
 }
 
 // Version is procmon's version, set at build time with

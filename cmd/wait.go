@@ -91,9 +91,9 @@ refusal component_unproven; one that began before still checks the file
 once more at the end.
 
 --timeout takes 30s, 2m, 1h or a plain number of seconds. Without
---timeout the wait has no end of its own. Ctrl-C, SIGTERM or SIGHUP ends
-it with the error wait_interrupted and exit status 130; the service keeps
-running.`,
+--timeout the wait has no end of its own. Ctrl-C (or Ctrl-\), SIGTERM or
+SIGHUP ends it with the error wait_interrupted and exit status 130; the
+service keeps running.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
