@@ -27,13 +27,14 @@ func completeLiveMonitorIDs(env *Env) completion {
 	return completeMonitors(env, true, false)
 }
 
-// completeMonitors offers the monitors of the state directory whose ids
-// start with the word typed, newest first. It only reads, so it never
-// creates the directory. A monitor whose record cannot be read is still
-// offered (status and the rest of procmon then say why) unless only live
-// ones are wanted.
+// completeMonitors offers the names of the selected run's monitors that
+// start with the word typed, then the monitors of the state directory
+// whose ids start with it, newest first: an argument is a name or an id.
+// It only reads, so it never creates the directory. A monitor whose
+// record cannot be read is still offered by its id (status and the rest
+// of procmon then say why) unless only live ones are wanted.
 func completeMonitors(env *Env, liveOnly, firstOnly bool) completion {
-	return func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	return func(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		if firstOnly && len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -64,9 +65,16 @@ func completeMonitors(env *Env, liveOnly, firstOnly bool) completion {
 			offers = append(offers, offer{word: id + "\t" + describe(m), started: m.StartedAtMs})
 		}
 		sort.SliceStable(offers, func(i, j int) bool { return offers[i].started > offers[j].started })
-		out := make([]string, len(offers))
-		for i, o := range offers {
-			out[i] = o.word
+		var out []string
+		if !strings.HasPrefix(prefix, "m_") {
+			for _, n := range runNames(c, env, dir, prefix, liveOnly) {
+				if word, _, _ := strings.Cut(n, "\t"); !slices.Contains(args, word) {
+					out = append(out, n)
+				}
+			}
+		}
+		for _, o := range offers {
+			out = append(out, o.word)
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 	}
@@ -79,44 +87,53 @@ func describe(m *state.Monitor) string {
 	if m.Receipt != nil {
 		status = m.Receipt.Status
 	}
-	return strings.TrimSpace(m.Name + " " + status + " " + shellQuote(m.Argv))
+	return strings.TrimSpace(nameText(m.Name) + " " + status + " " + shellQuote(m.Argv))
 }
 
 // completeNames completes --name with the names of the selected run's
-// monitors, live ones first.
+// monitors, each described as live or ended.
 func completeNames(env *Env) completion {
 	return func(c *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
 		dir, ok := readOnlyState(env)
 		if !ok {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		run := c.Flag("run").Value.String()
-		if run == "" {
-			run = env.Getenv("PROCMON_RUN")
-		}
-		if run == "" {
-			run = state.DefaultRun
-		}
-		ids, _ := dir.MonitorIDs()
-		seen := map[string]string{}
-		for _, id := range ids {
-			m, err := dir.LoadMonitor(id)
-			if err != nil || m.RunID != run || m.Name == "" || !strings.HasPrefix(m.Name, prefix) {
-				continue
-			}
-			if m.Receipt == nil {
-				seen[m.Name] = "live"
-			} else if seen[m.Name] == "" {
-				seen[m.Name] = "ended"
-			}
-		}
-		var out []string
-		for n, s := range seen {
-			out = append(out, n+"\t"+s)
-		}
-		sort.Strings(out)
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return runNames(c, env, dir, prefix, false), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// runNames lists, sorted, the names of the selected run's monitors that
+// start with prefix, each with a tab and "live" or "ended" (only live
+// ones when liveOnly is set). A name that start would refuse now is left
+// out: it cannot be typed back, and a tab or a newline in it would break
+// the completion's lines; its monitor is offered by its id.
+func runNames(c *cobra.Command, env *Env, dir *state.Dir, prefix string, liveOnly bool) []string {
+	run := c.Flag("run").Value.String()
+	if run == "" {
+		run = env.Getenv("PROCMON_RUN")
+	}
+	if run == "" {
+		run = state.DefaultRun
+	}
+	ids, _ := dir.MonitorIDs()
+	seen := map[string]string{}
+	for _, id := range ids {
+		m, err := dir.LoadMonitor(id)
+		if err != nil || m.RunID != run || !strings.HasPrefix(m.Name, prefix) || checkName(m.Name) != nil {
+			continue
+		}
+		if m.Receipt == nil {
+			seen[m.Name] = "live"
+		} else if seen[m.Name] == "" && !liveOnly {
+			seen[m.Name] = "ended"
+		}
+	}
+	var out []string
+	for n, s := range seen {
+		out = append(out, n+"\t"+s)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // completeRunIDs completes run ids from the state directory.

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"procmon/internal/state"
 )
 
 // completionScripts are the shipped completion files, relative to this
@@ -143,4 +145,38 @@ func completeInProcess(t *testing.T, stateDir string, args ...string) []string {
 		words = append(words, word)
 	}
 	return words
+}
+
+// TestNamesCompleteAsArguments: a monitor argument may be a name, so the
+// run's names are offered before the ids (to cancel, live ones only); a
+// word that starts with m_ is an id's start, and a name that could not
+// be typed back is never offered.
+func TestNamesCompleteAsArguments(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	const (
+		web  = "m_0000000000000000000000001"
+		old  = "m_0000000000000000000000002"
+		odd  = "m_0000000000000000000000003"
+		away = "m_0000000000000000000000004"
+	)
+	saveMonitor(t, stateDir, web, state.DefaultRun, "web", 300, false)
+	saveMonitor(t, stateDir, old, state.DefaultRun, "worker", 200, true)
+	saveMonitor(t, stateDir, odd, state.DefaultRun, "two\nlines", 100, false)
+	saveMonitor(t, stateDir, away, "r_elsewhere00000000000000000", "wanderer", 400, false)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", ""}, []string{"web", "worker", away, web, old, odd}}, // ids newest first
+		{[]string{"logs", "w"}, []string{"web", "worker"}},
+		{[]string{"cancel", "w"}, []string{"web"}},
+		{[]string{"cancel", "web", "w"}, nil},
+		{[]string{"status", "m_"}, []string{away, web, old, odd}},
+		{[]string{"--run", "r_elsewhere00000000000000000", "wait", "w"}, []string{"wanderer"}},
+	} {
+		got := completeInProcess(t, stateDir, tc.args...)
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("__complete %q offered %q, want %q", tc.args, got, tc.want)
+		}
+	}
 }
