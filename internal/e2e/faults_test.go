@@ -826,6 +826,8 @@ func TestFaultsFullDisk(t *testing.T) {
 	hid := healthy.Get("monitor_id").String()
 	loud, _ := l.run("start", "--name", "loud", "--", "sh", "-c", "while :; do printer -bytes 65536; sleep 0.1; done")
 	lid := loud.Get("monitor_id").String()
+	quick, _ := l.startMonitor("", "start", "--name", "quick", "--", "sleeper")
+	stalled, sm := l.startMonitor("", "start", "--name", "stalled", "--", "sleeper")
 
 	// Fill the file system to its last byte.
 	filler := filepath.Join(l.state, "filler")
@@ -845,6 +847,16 @@ func TestFaultsFullDisk(t *testing.T) {
 	}
 	f.Close()
 
+	// A cancel while the record still shows a current window: its receipt
+	// cannot be stored, and status says so rather than show the record's
+	// running (the guardian gives its custody up, and readers ask it).
+	if r, _ := l.run("cancel", "--grace", "1", quick); r.Get("status").String() != state.StatusCancelled {
+		t.Fatalf("cancel on a full disk answered %s", r.Raw)
+	}
+	if s := l.status(quick); s.Get("status").String() != state.StatusCancelled || !strings.Contains(s.Get("state_error").String(), "no space") {
+		t.Fatalf("status after a cancel whose receipt cannot be stored: %s", s.Raw)
+	}
+
 	// A start that cannot be recorded is refused, typed.
 	if r, _ := l.run("start", "--", "sleeper"); !r.Get("error").Exists() {
 		t.Fatalf("a start on a full disk answered %s: want a typed error", r.Raw)
@@ -856,6 +868,30 @@ func TestFaultsFullDisk(t *testing.T) {
 		s := l.status(id)
 		if s.Get("status").String() != state.StatusRunning || !strings.Contains(s.Get("state_error").String(), "no space") {
 			t.Fatalf("a healthy monitor on a full disk: %s", s.Raw)
+		}
+	}
+	// A guardian whose custody holds only in memory, stopped until it is
+	// shown as needing reconciliation, never claims it again once resumed:
+	// it drains, though its receipt cannot be stored yet.
+	if err := stopOutsideLock(sm.GuardianPID, sm.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(stalled)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(patience); l.status(stalled).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a stopped guardian still holds custody after %v", patience)
+		}
+	}
+	unix.Kill(sm.GuardianPID, unix.SIGCONT)
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		s := l.status(stalled) // never running again
+		if s.Get("status").String() == state.StatusCancelled {
+			if s.Get("reason").String() != "heartbeat_missed" {
+				t.Fatalf("a guardian resumed past its shown lapse: %s", s.Raw)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a guardian resumed past its shown lapse did not drain: %s", s.Raw)
 		}
 	}
 	// Output that cannot be stored is counted, and the pipe is still read:
@@ -881,13 +917,15 @@ func TestFaultsFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &state.Dir{Path: l.state}
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		m, err := d.LoadMonitor(hid)
-		if err == nil && m.Receipt != nil && m.Receipt.Reason == "cancel" && m.Receipt.GroupEmptyVerified {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the receipt never landed once space returned: %+v (%v)", m, err)
+	for _, want := range []struct{ id, reason string }{{hid, "cancel"}, {quick, "cancel"}, {stalled, "heartbeat_missed"}} {
+		for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+			m, err := d.LoadMonitor(want.id)
+			if err == nil && m.Receipt != nil && m.Receipt.Reason == want.reason && m.Receipt.GroupEmptyVerified {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the receipt never landed once space returned: %+v (%v)", m, err)
+			}
 		}
 	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {

@@ -219,7 +219,9 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		if e := g.out.logErr.Load(); e != nil {
 			reply.LogError = *e
 		}
-		reply.CustodyUntilMs = g.custodyUntil.Load()
+		if g.custodyOpen() {
+			reply.CustodyUntilMs = g.custodyUntil.Load()
+		}
 		if e := g.stateErr.Load(); e != nil {
 			reply.StateError = *e
 		}

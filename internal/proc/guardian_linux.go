@@ -538,8 +538,15 @@ func (g *guardian) stillOurs() error {
 	return nil
 }
 
+// custodyOpen reports whether the monitor's custody fence still lets the
+// guardian claim custody: no reader has shown the monitor as needing
+// reconciliation (see state.CustodyName).
+func (g *guardian) custodyOpen() bool {
+	return g.dir.Custody(g.spec.MonitorID) != state.CustodyGivenUp
+}
+
 // errLapsed means the ownership window passed before its renewal could
-// be written.
+// be written, or a reader gave custody up meanwhile.
 var errLapsed = errors.New("the ownership window lapsed before its renewal was written")
 
 // saveRenewal writes the record with the ownership window renewed from
@@ -558,7 +565,7 @@ func (g *guardian) saveRenewal(until int64) (int64, error) {
 			return err
 		}
 		now := nowMs()
-		if now > until {
+		if now > until || !g.custodyOpen() {
 			return errLapsed
 		}
 		seq, expires := g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs
@@ -567,7 +574,7 @@ func (g *guardian) saveRenewal(until int64) (int64, error) {
 		renewed = g.rec.OwnershipExpiresAtMs
 		g.out.snapshot(g.rec)
 		err := g.dir.SaveMonitor(g.rec, false)
-		if nowMs() > until {
+		if nowMs() > until || !g.custodyOpen() {
 			g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs = seq, expires
 			if err == nil {
 				g.dir.SaveMonitor(g.rec, false)
@@ -663,7 +670,7 @@ func (g *guardian) renew() (drainCause, bool) {
 	// of CPU, past it) has been reported as needing reconciliation: it
 	// never renews.
 	until := g.custodyUntil.Load()
-	if nowMs() > until {
+	if nowMs() > until || !g.custodyOpen() {
 		return missed, false
 	}
 	if run, err := g.dir.LoadRun(g.spec.RunID); err != nil {
@@ -752,6 +759,8 @@ func (g *guardian) finish(cause drainCause) {
 		g.rec.Phase = state.PhaseSettling
 		g.rec.OwnershipExpiresAtMs = nowMs() + cause.graceMs + drainBoundMs + g.spec.OwnerGraceMs
 		if err := g.save(false); err != nil {
+			// The record still says running: readers are to ask.
+			g.dir.GiveUpCustody(g.spec.MonitorID)
 			fmt.Fprintf(os.Stderr, "guardian: settling: %v\n", err)
 		}
 		g.feed.notify()
@@ -776,6 +785,11 @@ func (g *guardian) finish(cause drainCause) {
 		err = nil
 	}
 	g.noteStateError("receipt", err)
+	if err != nil {
+		// The record does not say how custody ended: readers are to ask
+		// until it does, rather than show a current window as running.
+		g.dir.GiveUpCustody(g.spec.MonitorID)
+	}
 	close(g.receipted)
 	// A receipt that could not be stored for want of space (a full disk, a
 	// quota) or of descriptors is never given up: the guardian stays,

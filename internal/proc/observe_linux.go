@@ -34,16 +34,26 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := classify(m, nowMs(), state.BootID())
+	custody := state.CustodyOpen
+	if m.Receipt == nil {
+		custody = dir.Custody(id)
+	}
+	o := classify(m, nowMs(), state.BootID(), custody)
 	if o.Status == state.StatusNeedsReconciliation && m.Receipt == nil {
 		// The guardian may have written its receipt and exited between the
 		// read and the liveness check: look once more before saying so.
 		if again, err := dir.LoadMonitor(id); err == nil && again.Receipt != nil {
-			o = classify(again, nowMs(), state.BootID())
+			o = classify(again, nowMs(), state.BootID(), custody)
 		}
 	}
 	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
 		o.askGuardian(dir)
+	}
+	if o.lapsed() && custody == state.CustodyOpen {
+		// Shown as needing reconciliation while its guardian lives: the
+		// guardian must never claim custody again, whatever it wrote or
+		// answers from now on (see state.CustodyName).
+		dir.GiveUpCustody(id)
 	}
 	return o, nil
 }
@@ -62,7 +72,7 @@ func (o *Observation) OutputEnded() bool {
 // its guardian lives, which is what it looks like both when the guardian
 // has stalled and when it could not write its heartbeats.
 func (o *Observation) lapsed() bool {
-	return o.Status == state.StatusNeedsReconciliation && (o.Why == whyWindowExpired || o.Why == whySettlingExpired)
+	return o.Status == state.StatusNeedsReconciliation && (o.Why == whyWindowExpired || o.Why == whySettlingExpired || o.Why == whyCustodyGivenUp)
 }
 
 // askGuardian asks a guardian whose record's window has passed for the
@@ -86,7 +96,7 @@ func (o *Observation) askGuardian(dir *state.Dir) {
 		// kernel holds it up to its bounds), whether or not its record
 		// could say so.
 		o.Status, o.Why = state.StatusSettling, ""
-	case reply.CustodyUntilMs >= nowMs():
+	case reply.CustodyUntilMs >= nowMs() && o.Why != whyCustodyGivenUp:
 		o.Status, o.Why = state.StatusRunning, ""
 	default:
 		return
@@ -104,9 +114,13 @@ func answering(pid int, startTicks uint64) bool {
 const (
 	whyWindowExpired   = "the ownership window expired without a heartbeat"
 	whySettlingExpired = "the guardian stopped answering while it drained"
+	whyCustodyGivenUp  = "the guardian's custody was given up: its window lapsed, or it could not store its receipt"
 )
 
-func classify(m *state.Monitor, now int64, bootID string) *Observation {
+// classify decides a monitor's status from its record, the time, the boot
+// and its custody fence (which it reads only for a record without a
+// receipt).
+func classify(m *state.Monitor, now int64, bootID string, custody state.Custody) *Observation {
 	o := &Observation{Monitor: m}
 	switch {
 	case m.Receipt != nil:
@@ -115,6 +129,8 @@ func classify(m *state.Monitor, now int64, bootID string) *Observation {
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the machine rebooted since the handoff"
 	case !Matches(m.GuardianPID, m.GuardianStartTicks):
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian is gone and left no receipt"
+	case custody == state.CustodyGivenUp:
+		o.Status, o.Why = state.StatusNeedsReconciliation, whyCustodyGivenUp
 	case m.Phase == state.PhaseSettling && now <= m.OwnershipExpiresAtMs:
 		o.Status = state.StatusSettling
 	case m.Phase == state.PhaseSettling:

@@ -203,8 +203,8 @@ func TestFirstRecordOfAnySize(t *testing.T) {
 		if argLen >= firstRecordSize && fi.Size() <= firstRecordSize {
 			t.Errorf("large first record is %d bytes: cut to the temp file's size", fi.Size())
 		}
-		if entries, _ := os.ReadDir(d.MonitorDir(id)); len(entries) != 1 || entries[0].Name() != RecordName {
-			t.Errorf("directory holds %v after the first record, want only %s: the temp file is renamed", entries, RecordName)
+		if entries, _ := os.ReadDir(d.MonitorDir(id)); len(entries) != 2 || entries[0].Name() != CustodyName || entries[1].Name() != RecordName {
+			t.Errorf("directory holds %v after the first record, want only %s and %s: the temp file is renamed", entries, CustodyName, RecordName)
 		}
 	}
 }

@@ -205,6 +205,9 @@ func (d *Dir) CreateMonitorDir(id string, maker Maker) (err error) {
 	if err != nil {
 		return fmt.Errorf("allocate the first record's temp file: %w", err)
 	}
+	if err := createCustody(tmp); err != nil {
+		return fmt.Errorf("create the custody fence: %w", err)
+	}
 	if err := os.Rename(tmp, mdir); err != nil {
 		return fmt.Errorf("move the monitor directory into place: %w", err)
 	}
