@@ -47,7 +47,7 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 		}
 	}
 	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
-		o.askGuardian(dir)
+		o.askGuardian(dir, custody)
 	}
 	if o.lapsed() && custody == state.CustodyOpen {
 		// Shown as needing reconciliation while its guardian lives: the
@@ -70,7 +70,8 @@ func (o *Observation) OutputEnded() bool {
 
 // lapsed reports whether the record's ownership window has passed while
 // its guardian lives, which is what it looks like both when the guardian
-// has stalled and when it could not write its heartbeats.
+// has stalled and when it could not write its heartbeats, or whether its
+// custody was given up while it lives (see state.CustodyName).
 func (o *Observation) lapsed() bool {
 	return o.Status == state.StatusNeedsReconciliation && (o.Why == whyWindowExpired || o.Why == whySettlingExpired || o.Why == whyCustodyGivenUp)
 }
@@ -81,7 +82,7 @@ func (o *Observation) lapsed() bool {
 // one that does not answer needs reconciliation, and will never renew
 // (see guardian.renew). A guardian that has drained meanwhile answers
 // with its receipt, stored or not.
-func (o *Observation) askGuardian(dir *state.Dir) {
+func (o *Observation) askGuardian(dir *state.Dir, custody state.Custody) {
 	reply, err := ask(dir, o.Monitor, controlRequest{Op: "ping"}, time.Second)
 	if err != nil {
 		return
@@ -96,7 +97,7 @@ func (o *Observation) askGuardian(dir *state.Dir) {
 		// kernel holds it up to its bounds), whether or not its record
 		// could say so.
 		o.Status, o.Why = state.StatusSettling, ""
-	case reply.CustodyUntilMs >= nowMs() && o.Why != whyCustodyGivenUp:
+	case reply.CustodyUntilMs >= nowMs() && custody != state.CustodyGivenUp:
 		o.Status, o.Why = state.StatusRunning, ""
 	default:
 		return
@@ -129,14 +130,16 @@ func classify(m *state.Monitor, now int64, bootID string, custody state.Custody)
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the machine rebooted since the handoff"
 	case !Matches(m.GuardianPID, m.GuardianStartTicks):
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian is gone and left no receipt"
-	case custody == state.CustodyGivenUp:
-		o.Status, o.Why = state.StatusNeedsReconciliation, whyCustodyGivenUp
 	case m.Phase == state.PhaseSettling && now <= m.OwnershipExpiresAtMs:
 		o.Status = state.StatusSettling
 	case m.Phase == state.PhaseSettling:
 		o.Status, o.Why = state.StatusNeedsReconciliation, whySettlingExpired
 	case now > m.OwnershipExpiresAtMs:
 		o.Status, o.Why = state.StatusNeedsReconciliation, whyWindowExpired
+	case custody == state.CustodyGivenUp:
+		// A current window written after a reader showed the lapse, or by
+		// a guardian that could not store its receipt: never running.
+		o.Status, o.Why = state.StatusNeedsReconciliation, whyCustodyGivenUp
 	default:
 		o.Status = state.StatusRunning
 	}
