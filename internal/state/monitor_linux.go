@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -292,7 +291,7 @@ func (d *Dir) SyncMonitorDir(id string) error {
 		return err
 	}
 	mdir := d.MonitorDir(id)
-	f, err := os.OpenFile(filepath.Join(mdir, firstRecordTemp), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := openFile(d.Path, mdir, firstRecordTemp, unix.O_RDONLY, 0, 0)
 	if err != nil {
 		return fmt.Errorf("open the first record's temp file: %w", err)
 	}
@@ -315,7 +314,7 @@ func (d *Dir) OpenFirstRecord(id string) (*os.File, error) {
 	if err := ValidMonitorID(id); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(d.MonitorDir(id), firstRecordTemp), os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	f, err := openFile(d.Path, d.MonitorDir(id), firstRecordTemp, unix.O_WRONLY, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open the first record's temp file: %w", err)
 	}
