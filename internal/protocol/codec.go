@@ -53,7 +53,7 @@ func decodeStrict(data []byte, v any, skipRaw bool) error {
 	if err := checkKeys(data, reflect.TypeOf(v), skipRaw); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	dec := json.NewDecoder(bytes.NewReader(integralNumbers(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
@@ -97,7 +97,9 @@ func typeName(goType string) string {
 		return "an array"
 	case strings.HasPrefix(goType, "map["), strings.Contains(goType, "."):
 		return "an object"
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "*int"), strings.HasPrefix(goType, "float"):
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "*int"), strings.HasPrefix(goType, "uint"), strings.HasPrefix(goType, "*uint"):
+		return "an integer in range"
+	case strings.HasPrefix(goType, "float"), strings.HasPrefix(goType, "*float"):
 		return "a number"
 	case strings.HasSuffix(goType, "string"):
 		return "a string"
