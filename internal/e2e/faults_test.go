@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
@@ -828,6 +829,11 @@ func TestFaultsFullDisk(t *testing.T) {
 	lid := loud.Get("monitor_id").String()
 	quick, _ := l.startMonitor("", "start", "--name", "quick", "--", "sleeper")
 	stalled, sm := l.startMonitor("", "start", "--name", "stalled", "--", "sleeper")
+	unfenced, um := l.startMonitor("", "start", "--name", "unfenced", "--", "sleeper")
+	// A fence that goes away counts as given up for its guardian.
+	if err := os.Remove(filepath.Join((&state.Dir{Path: l.state}).MonitorDir(unfenced), state.CustodyName)); err != nil {
+		t.Fatal(err)
+	}
 
 	// Fill the file system to its last byte.
 	filler := filepath.Join(l.state, "filler")
@@ -872,26 +878,29 @@ func TestFaultsFullDisk(t *testing.T) {
 	}
 	// A guardian whose custody holds only in memory, stopped until it is
 	// shown as needing reconciliation, never claims it again once resumed:
-	// it drains, though its receipt cannot be stored yet.
-	if err := stopOutsideLock(sm.GuardianPID, sm.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(stalled)); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(patience); l.status(stalled).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("a stopped guardian still holds custody after %v", patience)
+	// it drains, though its receipt cannot be stored yet. So does one whose
+	// fence was removed.
+	for id, m := range map[string]*state.Monitor{stalled: sm, unfenced: um} {
+		if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
+			t.Fatal(err)
 		}
-	}
-	unix.Kill(sm.GuardianPID, unix.SIGCONT)
-	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-		s := l.status(stalled) // never running again
-		if s.Get("status").String() == state.StatusCancelled {
-			if s.Get("reason").String() != "heartbeat_missed" {
-				t.Fatalf("a guardian resumed past its shown lapse: %s", s.Raw)
+		for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a stopped guardian still holds custody after %v", patience)
 			}
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a guardian resumed past its shown lapse did not drain: %s", s.Raw)
+		unix.Kill(m.GuardianPID, unix.SIGCONT)
+		for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+			s := l.status(id) // never running again
+			if s.Get("status").String() == state.StatusCancelled {
+				if s.Get("reason").String() != "heartbeat_missed" {
+					t.Fatalf("a guardian resumed past its shown lapse: %s", s.Raw)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a guardian resumed past its shown lapse did not drain: %s", s.Raw)
+			}
 		}
 	}
 	// Output that cannot be stored is counted, and the pipe is still read:
@@ -917,7 +926,7 @@ func TestFaultsFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &state.Dir{Path: l.state}
-	for _, want := range []struct{ id, reason string }{{hid, "cancel"}, {quick, "cancel"}, {stalled, "heartbeat_missed"}} {
+	for _, want := range []struct{ id, reason string }{{hid, "cancel"}, {quick, "cancel"}, {stalled, "heartbeat_missed"}, {unfenced, "heartbeat_missed"}} {
 		for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
 			m, err := d.LoadMonitor(want.id)
 			if err == nil && m.Receipt != nil && m.Receipt.Reason == want.reason && m.Receipt.GroupEmptyVerified {
@@ -1011,6 +1020,26 @@ func TestFaultsGuardianDescriptors(t *testing.T) {
 	}
 	if acked == len(conns) {
 		t.Fatalf("all %d watches acknowledged under ulimit -n 32", acked)
+	}
+	// Callers that connect and send nothing (stopped, say) hold a slot
+	// each only briefly: a ping behind them is answered within a reader's
+	// patience (3 s).
+	for range 4 {
+		conn, err := net.DialTimeout("unix", sock, patience)
+		if err != nil {
+			t.Fatalf("dial the guardian: %v", err)
+		}
+		conns = append(conns, conn)
+	}
+	ping, err := net.DialTimeout("unix", sock, patience)
+	if err != nil {
+		t.Fatalf("dial the guardian: %v", err)
+	}
+	conns = append(conns, ping)
+	ping.SetDeadline(time.Now().Add(3 * time.Second))
+	ping.Write([]byte(`{"op":"ping"}` + "\n"))
+	if reply, err := bufio.NewReader(ping).ReadString('\n'); err != nil || !strings.Contains(reply, `"phase":"running"`) {
+		t.Fatalf("a ping behind idle callers: %q, %v", reply, err)
 	}
 	got, _ := l.run("cancel", "--grace", "1", id)
 	if got.Get("status").String() != state.StatusCancelled || !got.Get("group_empty_verified").Bool() || got.Get("containment").String() != "complete" {

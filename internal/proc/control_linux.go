@@ -190,11 +190,17 @@ func peerAllowed(conn *net.UnixConn) bool {
 	return cred.Uid == 0 || int(cred.Uid) == os.Geteuid()
 }
 
+// requestPatience is how long a connection may hold one of the
+// guardian's slots before its request line arrives. procmon writes it as
+// soon as it connects; a caller stopped or starved in between must not
+// keep a reader's ping waiting for a slot past askPatience.
+const requestPatience = 500 * time.Millisecond
+
 func (g *guardian) handle(conn *net.UnixConn) {
 	if !peerAllowed(conn) {
 		return
 	}
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	conn.SetReadDeadline(time.Now().Add(requestPatience))
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err != nil {
 		return

@@ -89,6 +89,9 @@ type guardian struct {
 	// the record could not be written (a full disk). Past it, custody has
 	// lapsed for good.
 	custodyUntil atomic.Int64
+	// fenced says the monitor's directory held an open custody fence at
+	// the handoff (see custodyOpen).
+	fenced bool
 	// stateErr says why the record could not be written last time, or is
 	// nil once it was.
 	stateErr atomic.Pointer[string]
@@ -412,6 +415,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 		return abort(err)
 	}
 	g.custodyUntil.Store(g.rec.OwnershipExpiresAtMs)
+	g.fenced = g.dir.Custody(g.spec.MonitorID) == state.CustodyOpen
 	go g.ctl.serve(g)
 	return nil
 }
@@ -540,9 +544,16 @@ func (g *guardian) stillOurs() error {
 
 // custodyOpen reports whether the monitor's custody fence still lets the
 // guardian claim custody: no reader has shown the monitor as needing
-// reconciliation (see state.CustodyName).
+// reconciliation (see state.CustodyName). A fence that was there at the
+// handoff and is gone since counts as given up.
 func (g *guardian) custodyOpen() bool {
-	return g.dir.Custody(g.spec.MonitorID) != state.CustodyGivenUp
+	switch g.dir.Custody(g.spec.MonitorID) {
+	case state.CustodyOpen:
+		return true
+	case state.CustodyUnfenced:
+		return !g.fenced
+	}
+	return false
 }
 
 // errLapsed means the ownership window passed before its renewal could

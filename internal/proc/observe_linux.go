@@ -76,14 +76,21 @@ func (o *Observation) lapsed() bool {
 	return o.Status == state.StatusNeedsReconciliation && (o.Why == whyWindowExpired || o.Why == whySettlingExpired || o.Why == whyCustodyGivenUp)
 }
 
+// askPatience is how long a reader waits for a guardian whose record's
+// window has passed to answer. One that does not is shown as needing
+// reconciliation, which closes its custody fence for good: on a full disk,
+// where every reader asks, a guardian or reader starved for a second must
+// not cost the service its custody.
+const askPatience = 3 * time.Second
+
 // askGuardian asks a guardian whose record's window has passed for the
-// window it renewed last: one that answers within a second, with a
+// window it renewed last: one that answers within askPatience, with a
 // current window, holds custody, and could not store it (it says why);
 // one that does not answer needs reconciliation, and will never renew
 // (see guardian.renew). A guardian that has drained meanwhile answers
 // with its receipt, stored or not.
 func (o *Observation) askGuardian(dir *state.Dir, custody state.Custody) {
-	reply, err := ask(dir, o.Monitor, controlRequest{Op: "ping"}, time.Second)
+	reply, err := ask(dir, o.Monitor, controlRequest{Op: "ping"}, askPatience)
 	if err != nil {
 		return
 	}

@@ -42,9 +42,10 @@ func createCustody(dir string) error {
 	return f.Close()
 }
 
-// Custody reads the fence of monitor id. A fence that is not a regular
-// file of the state directory's owner counts as given up: nothing that
-// could have been planted lets custody be claimed.
+// Custody reads the fence of monitor id. A fence that is not an empty
+// regular file of the state directory's owner, with one link, counts as
+// given up: nothing that could have been planted (a link to another
+// monitor's fence among them) lets custody be claimed.
 func (d *Dir) Custody(id string) Custody {
 	if ValidMonitorID(id) != nil {
 		return CustodyGivenUp
@@ -54,7 +55,7 @@ func (d *Dir) Custody(id string) Custody {
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return CustodyUnfenced
-	case err != nil, st.Mode&unix.S_IFMT != unix.S_IFREG, st.Uid != uint32(os.Geteuid()), st.Mode&0o200 == 0:
+	case err != nil, st.Mode&unix.S_IFMT != unix.S_IFREG, st.Uid != uint32(os.Geteuid()), st.Nlink != 1, st.Size != 0, st.Mode&0o200 == 0:
 		return CustodyGivenUp
 	}
 	return CustodyOpen
@@ -66,20 +67,31 @@ func (d *Dir) GiveUpCustody(id string) error {
 	if err := ValidMonitorID(id); err != nil {
 		return err
 	}
-	fd, err := unix.Open(filepath.Join(d.MonitorDir(id), CustodyName), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	path := filepath.Join(d.MonitorDir(id), CustodyName)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
 		return nil // no fence, or a link that reads as given up
 	}
 	if err != nil {
-		return err
+		// Out of descriptors, say: a fence that stayed open would let a
+		// guardian shown as lapsed claim custody again. A link planted
+		// between the look and the change would be followed to a file of
+		// the same user, who could have changed its mode anyway.
+		var st unix.Stat_t
+		if lerr := unix.Lstat(path, &st); lerr != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+			return nil
+		}
+		return unix.Fchmodat(unix.AT_FDCWD, path, 0o400, 0)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil // no fence of ours: it already reads as given up
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		// No fence of ours: it reads as given up already, and changing
+		// it would change the file it is a link of.
+		return nil
 	}
 	return unix.Fchmod(fd, 0o400)
 }

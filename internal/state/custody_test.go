@@ -49,6 +49,8 @@ func TestCustodyFence(t *testing.T) {
 	planted := map[string]func() error{
 		"a link to an open fence": func() error { return os.Symlink(target, fence) },
 		"a FIFO":                  func() error { return unix.Mkfifo(fence, 0o600) },
+		"a file with data":        func() error { return os.WriteFile(fence, []byte("x"), 0o600) },
+		"a hard link to another monitor's open fence": func() error { return os.Link(target, fence) },
 		"another user's file": func() error {
 			if os.Geteuid() != 0 {
 				t.Log("not root: another user's file is not planted")
