@@ -84,6 +84,9 @@ func TestStartRefusesNames(t *testing.T) {
 		"not utf8":     "caf\xe9",
 		"tab":          "tab\there",
 		"newline":      "two\nlines",
+		"zero width":   "web\u200b",
+		"override":     "\u202egnp.exe",
+		"a token":      "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
 		"escape":       "evil\x1b[2J\x1b[31mRED",
 		"nul":          "a\x00b",
 		"del":          "a\x7f",
@@ -141,15 +144,21 @@ func TestNameSchemaAgreesWithStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"web", "my api", "m", "m-web", "api_m_", "caf\u00e9", strings.Repeat("x", 64),
-		"", strings.Repeat("x", 65), "tab\there", "a\nb", "\x1b[2J", "a\x00", "a\x7f", "a\u0085", "a\u009f", "m_web", "m_"} {
+	names := []string{}
+	for r := rune(0); r <= 0xffff; r++ {
+		if unicode.Is(unicode.Cf, r) {
+			names = append(names, "a"+string(r)+"b")
+		}
+	}
+	for _, name := range append(names, "web", "my api", "m", "m-web", "api_m_", "caf\u00e9", strings.Repeat("x", 64),
+		"", strings.Repeat("x", 65), "tab\there", "a\nb", "\x1b[2J", "a\x00", "a\x7f", "a\u0085", "a\u009f", "m_web", "m_", "web\u200b", "\u202egnp.exe", "\ufeffweb", "soft\u00adhyphen", "a\u2066b", "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ") {
 		req, _ := json.Marshal(map[string]any{"argv": []string{"true"}, "name": name})
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(req))
 		if err != nil {
 			t.Fatal(err)
 		}
 		byStart, bySchema := checkName(name) == nil, compiled.Validate(v) == nil
-		if byStart != bySchema {
+		if byStart != bySchema && !looksLikeCredential(name) {
 			t.Errorf("name %q: start takes it %v, the schema %v", name, byStart, bySchema)
 		}
 	}

@@ -244,7 +244,7 @@ var schemaCatalog = &schema.Catalog{
 		"execRequest.cwd":               "Working directory (absolute, or relative to the caller's). Default: the caller's.",
 		"execRequest.max_bytes":         "The most bytes of the end of the output to return (at least 4). Default 65536.",
 		"runView.policy":                "The runner settings frozen into the run when it was created.",
-		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control characters, not starting with m_ (which begins a monitor id). Several monitors may carry one name. Absent: none.",
+		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control or invisible formatting characters, not starting with m_ (which begins a monitor id), and not of a credential's form (it would be stored redacted). Several monitors may carry one name. Absent: none.",
 	},
 	Enums: map[string][]string{
 		"status":               {state.StatusRunning, state.StatusSettling, state.StatusExited, state.StatusCancelled, state.StatusTimedOut, state.StatusOutputLimit, state.StatusNeedsReconciliation},
@@ -292,7 +292,10 @@ var schemaCatalog = &schema.Catalog{
 		// No control character (C0, DEL, C1), in the escapes that Go,
 		// ECMA-262 and Python regexes all read alike. maxLength counts
 		// characters; start refuses more than 64 bytes.
-		"startRequest.name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": `^[^\x00-\x1f\x7f-\x9f]*$`, "not": schema.Schema{"pattern": "^m_"}},
+		// No formatting character (Cf) of the Basic Multilingual Plane
+		// either (nameFormatChars); start also refuses those beyond it, and
+		// a name of a credential's form, which no pattern can say.
+		"startRequest.name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": `^[^\x00-\x1f\x7f-\x9f\xad` + nameFormatChars + `]*$`, "not": schema.Schema{"pattern": "^m_"}},
 	},
 }
 
@@ -303,3 +306,9 @@ func codeStrings() []string {
 	}
 	return out
 }
+
+// nameFormatChars are the formatting characters (Cf) of the Basic
+// Multilingual Plane past U+00AD, as literal characters and ranges of a
+// pattern's character class: the three regex dialects agree on \xHH but
+// not on any escape of a wider code point.
+const nameFormatChars = "\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"

@@ -12,6 +12,7 @@ import (
 
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
+	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -185,10 +186,23 @@ func checkName(name string) error {
 		return refuse("is not valid UTF-8: %q", name)
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
 		return refuse("holds a control character (a tab, a newline, an escape, ...): %q", name)
+	case strings.IndexFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0:
+		// A zero-width space or a direction override shows as something
+		// that cannot be typed back.
+		return refuse("holds an invisible formatting character (a zero-width space, a direction override, ...): %q", name)
 	case strings.HasPrefix(name, "m_"):
 		return refuse(`starts with "m_", which on the command line begins a monitor id: %q; choose another name`, name)
+	case looksLikeCredential(name):
+		// Stored redacted, it could never be named again.
+		return refuse("has the form of a credential, which would be stored redacted; choose another name")
 	}
 	return nil
+}
+
+// looksLikeCredential reports whether the format rules would redact s.
+func looksLikeCredential(s string) bool {
+	r, err := redact.New(nil)
+	return err == nil && r.String(s) != s
 }
 
 // envFlags turns --env NAME=VALUE flags into a request's env; none: nil.
