@@ -55,6 +55,28 @@ type controlServer struct {
 	conns, watches chan struct{}
 }
 
+// awaitFirstByte waits, until conn's read deadline, for a byte (or the
+// caller's hang-up) to arrive, without reading it; it reports whether one
+// did. A byte that arrived in time counts even when the guardian comes to
+// look only after the deadline.
+func awaitFirstByte(conn *net.UnixConn) bool {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	arrived := func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return err != unix.EAGAIN
+	}
+	if raw.Read(arrived) == nil {
+		return true
+	}
+	ok := false
+	raw.Control(func(fd uintptr) { ok = arrived(fd) })
+	return ok
+}
+
 // custodyDescriptors is how many descriptors a guardian keeps for its
 // custody, whatever its callers hold open: a drain takes a pidfd and a
 // /proc directory at a time for each member it signals, and a record's
@@ -169,6 +191,12 @@ func (s *controlServer) serve(g *guardian) {
 	}
 }
 
+// crowded reports whether every connection slot is taken, so that a
+// caller may be waiting in the backlog.
+func (s *controlServer) crowded() bool {
+	return len(s.conns) == cap(s.conns)
+}
+
 func (s *controlServer) close() {
 	unix.Unlinkat(s.dirFD, state.ControlName, 0)
 	s.l.Close()
@@ -190,17 +218,36 @@ func peerAllowed(conn *net.UnixConn) bool {
 	return cred.Uid == 0 || int(cred.Uid) == os.Geteuid()
 }
 
-// requestPatience is how long a connection may hold one of the
-// guardian's slots before its request line arrives. procmon writes it as
-// soon as it connects; a caller stopped or starved in between must not
-// keep a reader's ping waiting for a slot past askPatience.
-const requestPatience = 500 * time.Millisecond
+// requestPatience is how long a connection that has sent nothing may
+// hold one of the guardian's slots while every slot is taken. procmon
+// writes its request as soon as it connects; a caller stopped in between
+// must not keep a reader's ping waiting for a slot past askPatience.
+// While slots are free such a caller costs nobody anything, and is given
+// requestDeadline: with 300 guardians on two cores, a run end starved
+// between its connection and its request for half a second found the
+// connection dropped, and its cancel failed. What counts is whether a
+// byte has arrived, not whether the guardian has read it (a guardian
+// starved past the deadline comes to a request that was there in time).
+const (
+	requestPatience = 500 * time.Millisecond
+	requestDeadline = 10 * time.Second
+)
 
 func (g *guardian) handle(conn *net.UnixConn) {
 	if !peerAllowed(conn) {
 		return
 	}
-	conn.SetReadDeadline(time.Now().Add(requestPatience))
+	accepted := time.Now()
+	for {
+		conn.SetReadDeadline(time.Now().Add(requestPatience))
+		if awaitFirstByte(conn) {
+			break
+		}
+		if g.ctl.crowded() || time.Since(accepted) > requestDeadline {
+			return
+		}
+	}
+	conn.SetReadDeadline(accepted.Add(requestDeadline))
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err != nil {
 		return
