@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,8 +52,10 @@ type controlServer struct {
 	l     *net.UnixListener
 	dirFD int
 	// conns has a slot for each connection the guardian may hold, and
-	// watches one for each that may be a watch (see connectionSlots).
+	// watches one for each that may be a watch (see connectionSlots);
+	// held counts the connections that hold a slot.
 	conns, watches chan struct{}
+	held           atomic.Int32
 }
 
 // awaitFirstByte waits, until conn's read deadline, for a byte (or the
@@ -182,19 +185,21 @@ func (s *controlServer) serve(g *guardian) {
 			continue
 		}
 		g.handlers.Add(1)
+		s.held.Add(1)
 		go func() {
 			defer g.handlers.Done()
-			defer func() { <-s.conns }()
+			defer func() { s.held.Add(-1); <-s.conns }()
 			defer conn.Close()
 			g.handle(conn)
 		}()
 	}
 }
 
-// crowded reports whether every connection slot is taken, so that a
-// caller may be waiting in the backlog.
+// crowded reports whether every connection slot is held by a
+// connection, so that a caller may be waiting in the backlog. (The accept
+// loop takes a slot before each accept: len(conns) counts that one too.)
 func (s *controlServer) crowded() bool {
-	return len(s.conns) == cap(s.conns)
+	return int(s.held.Load()) >= cap(s.conns)
 }
 
 func (s *controlServer) close() {
