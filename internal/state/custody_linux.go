@@ -33,13 +33,19 @@ const (
 	CustodyGivenUp
 )
 
-// createCustody makes the fence in dir, a monitor directory being made.
+// createCustody makes the fence in dir, a monitor directory being made,
+// open whatever the umask (one without the owner's write bit would make it
+// given up from the start).
 func createCustody(dir string) error {
 	f, err := os.OpenFile(filepath.Join(dir, CustodyName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	return f.Close()
+	err = f.Chmod(0o600)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Custody reads the fence of monitor id. A fence that is not an empty
