@@ -393,6 +393,11 @@ func TestAgentMCPServerKilled(t *testing.T) {
 			t.Fatalf("execute_command's command did not start within %v", patience)
 		}
 	}
+	// The command's custodian (procmon exec) removes its trace from the
+	// state directory after the command is gone: it is waited for too.
+	if st, ok := statOf(command[0]); ok {
+		command = append(command, st.ppid)
+	}
 	for _, pid := range command {
 		if ticks, err := proc.StartTicks(pid); err == nil {
 			t.Cleanup(func() {
@@ -411,7 +416,7 @@ func TestAgentMCPServerKilled(t *testing.T) {
 	}
 	for _, pid := range command {
 		if ticks, err := proc.StartTicks(pid); err == nil && !awaitGone(pid, ticks) {
-			t.Fatalf("execute_command's command (pid %d) outlived its server by %v", pid, patience)
+			t.Fatalf("execute_command's command or its procmon exec (pid %d) outlived its server by %v", pid, patience)
 		}
 	}
 	assertNothingLeft(t, stateDir)
