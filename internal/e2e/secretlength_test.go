@@ -32,8 +32,12 @@ func TestAnswersHideSecretLength(t *testing.T) {
 		if out, err := configure.CombinedOutput(); err != nil {
 			t.Fatalf("configure: %v %s", err, out)
 		}
-		// The secret, then 1000 bytes of a pattern.
+		// The secret, then 1000 bytes of a pattern; capped, the service
+		// stays until the cap drains it, so that it never ends first.
 		argv := `["sh", "-c", "printer -env API_TOKEN; printer -bytes 1000"]`
+		if capped {
+			argv = `["sh", "-c", "printer -env API_TOKEN; exec printer -stay -bytes 1000"]`
+		}
 		answers := map[string][]string{}
 		for _, secret := range []string{"s3cretXY", strings.Repeat("L0ngS3cret", 20)} {
 			env := `"env": {"API_TOKEN": "` + secret + `"}`
