@@ -1022,8 +1022,9 @@ func TestFaultsGuardianDescriptors(t *testing.T) {
 		t.Fatalf("all %d watches acknowledged under ulimit -n 32", acked)
 	}
 	// Callers that connect and send nothing (stopped, say) hold a slot
-	// each only briefly: a ping behind them is answered within a reader's
-	// patience (3 s).
+	// each only briefly while the slots are all taken: a ping behind four
+	// of them is answered in about a second. (They held one for 10 s
+	// each, so the ping waited 20 s, well past a reader's patience.)
 	for range 4 {
 		conn, err := net.DialTimeout("unix", sock, patience)
 		if err != nil {
@@ -1036,7 +1037,7 @@ func TestFaultsGuardianDescriptors(t *testing.T) {
 		t.Fatalf("dial the guardian: %v", err)
 	}
 	conns = append(conns, ping)
-	ping.SetDeadline(time.Now().Add(3 * time.Second))
+	ping.SetDeadline(time.Now().Add(8 * time.Second))
 	ping.Write([]byte(`{"op":"ping"}` + "\n"))
 	if reply, err := bufio.NewReader(ping).ReadString('\n'); err != nil || !strings.Contains(reply, `"phase":"running"`) {
 		t.Fatalf("a ping behind idle callers: %q, %v", reply, err)
