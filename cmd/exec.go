@@ -78,7 +78,7 @@ output_limit); a deadline drains it as timed_out.
 a current ownership window the command is refused (needs_reconciliation)
 before any slot is taken.
 
-Ctrl-C, SIGTERM or SIGHUP drains the command's group and ends with the
+Ctrl-C, Ctrl-\, SIGTERM or SIGHUP drains the command's group and ends with the
 error wait_interrupted (exit status 130) whose details.result is the
 result so far (status cancelled, reason interrupted).
 
@@ -104,9 +104,9 @@ procmon exec --check -- make test && deploy.`,
 					return err
 				}
 				// By hand, a dependency may be named by the start of its
-				// id, as every monitor argument may.
+				// id or by its name, as every monitor argument may.
 				for i, d := range req.DependsOn {
-					if req.DependsOn[i], err = resolveMonitorArg(env, d); err != nil {
+					if req.DependsOn[i], err = resolveArg(env, g, d); err != nil {
 						return err
 					}
 				}
@@ -129,7 +129,7 @@ procmon exec --check -- make test && deploy.`,
 	c.Flags().StringArrayVar(&req.SecretEnv, "secret-env", nil, "name of an env variable whose value is a secret (repeatable)")
 	secondsVar(c, &timeout, "timeout", proc.DefaultExecTimeoutSeconds, "deadline from admission (30s, 10m, 2h; a plain number is seconds)")
 	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "return at most this many bytes of the end of the output (at least 4)")
-	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "monitor id (or its unique start) the command needs running (repeatable)")
+	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "a monitor the command needs running: its id, the id's unique start, or its name (repeatable)")
 	return c
 }
 
