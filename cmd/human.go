@@ -270,7 +270,11 @@ func receiptSummary(r state.Receipt) string {
 	var parts []string
 	parts = append(parts, "reason "+r.Reason)
 	for _, s := range r.Signals {
-		parts = append(parts, fmt.Sprintf("sent %s to %d", s.Signal, s.Targets))
+		what := "processes"
+		if s.Targets == 1 {
+			what = "process"
+		}
+		parts = append(parts, fmt.Sprintf("sent %s to %d %s", s.Signal, s.Targets, what))
 	}
 	if r.GroupEmptyVerified {
 		parts = append(parts, "group empty (verified)")

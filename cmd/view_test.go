@@ -86,3 +86,15 @@ func asObject(t *testing.T, v any) map[string]any {
 	}
 	return out
 }
+
+// TestReceiptSummaryCountsProcesses: a receipt's signals read as counts
+// of processes, not as a bare number that looks like a pid.
+func TestReceiptSummaryCountsProcesses(t *testing.T) {
+	r := state.Receipt{Reason: "cancel", GroupEmptyVerified: true, Signals: []state.SignalEvent{{Signal: "SIGTERM", Targets: 1}, {Signal: "SIGKILL", Targets: 3}}}
+	got := receiptSummary(r)
+	for _, want := range []string{"sent SIGTERM to 1 process,", "sent SIGKILL to 3 processes,"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("receipt summary %q lacks %q", got, want)
+		}
+	}
+}
