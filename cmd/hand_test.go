@@ -61,6 +61,8 @@ func TestShellQuote(t *testing.T) {
 		"echo\x00del\x7f\u0085c1": `echo $'del\x7f\u0085c1'`,
 		"cat\x00\xffbin":          `cat $'\xffbin'`,
 		"echo\x00\u00e9t\u00e9":   "echo 'été'",
+		// A formatting character would not show as itself either.
+		"echo\x00web\u200b\U000e0041": `echo $'web\u200b\U000e0041'`,
 	} {
 		if got := shellQuote(strings.Split(argv, "\x00")); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", argv, got, want)

@@ -563,15 +563,21 @@ func quoteArg(a string) string {
 	if safe {
 		return a
 	}
-	if strings.IndexFunc(a, unicode.IsControl) >= 0 || !utf8.ValidString(a) {
+	if strings.IndexFunc(a, unseen) >= 0 || !utf8.ValidString(a) {
 		return ansiCQuote(a)
 	}
 	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
-// ansiCQuote quotes a as bash, zsh and ksh read $'...': every control
-// character and every byte that begins no UTF-8 character is written as
-// an escape, so a tab cannot shift a column, a newline cannot start a
+// unseen reports whether r does not show as itself: a control character,
+// or a formatting one (a zero-width space, a direction override).
+func unseen(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+}
+
+// ansiCQuote quotes a as bash, zsh and ksh read $'...': every control or
+// formatting character and every byte that begins no UTF-8 character is
+// written as an escape, so a tab cannot shift a column, a newline cannot start a
 // row, and an escape sequence cannot drive the terminal, while the text
 // still pastes back as the same argument.
 func ansiCQuote(a string) string {
@@ -595,7 +601,9 @@ func ansiCQuote(a string) string {
 			b.WriteString(`\e`)
 		case r < 0x80 && unicode.IsControl(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.IsControl(r):
+		case unseen(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case unseen(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(a[i : i+size])
