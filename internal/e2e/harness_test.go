@@ -49,9 +49,16 @@ func procmonIn(t *testing.T, stateDir, cwd string) func(args ...string) *exec.Cm
 // runProcmon runs a procmon command that must succeed and returns its stdout.
 func runProcmon(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...string) []byte {
 	t.Helper()
-	out, err := procmon(args...).Output()
+	return runProcmonCmd(t, procmon(args...))
+}
+
+// runProcmonCmd runs c, a procmon command that must succeed (with its
+// stdin set, say), and returns its stdout.
+func runProcmonCmd(t *testing.T, c *exec.Cmd) []byte {
+	t.Helper()
+	out, err := c.Output()
 	if err != nil {
-		t.Fatalf("procmon %v: %v\n%s", args, err, out)
+		t.Fatalf("procmon %v: %v\n%s", c.Args[1:], err, out)
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,15 +88,4 @@ func fields(r gjson.Result, names ...string) string {
 		b.WriteString(n + "=" + r.Get(n).Raw + " ")
 	}
 	return b.String()
-}
-
-// runProcmonCmd runs c, a procmon command that must succeed, and returns
-// its stdout.
-func runProcmonCmd(t *testing.T, c *exec.Cmd) []byte {
-	t.Helper()
-	out, err := c.Output()
-	if err != nil {
-		t.Fatalf("procmon %v: %v\n%s", c.Args[1:], err, out)
-	}
-	return out
 }
