@@ -310,9 +310,13 @@ type authState struct {
 	quote bool
 	// field says the name was a form or query field's (authorization=),
 	// whose value holds no raw space; valQuote is the quote that opened
-	// the value (escaped or not), which ends the credential.
+	// the value (escaped or not), which ends the credential. nameQuote is
+	// a quote just before the name, which opened a string holding the
+	// whole header (curl -H "Authorization: Bearer x"): it ends the
+	// credential when the value has no quote of its own.
 	field     bool
 	valQuote  byte
+	nameQuote byte
 	schemeLen uint8
 	scheme    [6]byte
 	// A header inside a percent-encoded value (a logged URL or form body)
@@ -810,15 +814,16 @@ func (s *Stream) authByte(b byte, from, to int64) {
 			a.credStart, a.credLen = from, 1
 		}
 	case authCred:
-		// The credential runs to a space; in a quoted value to its closing
-		// quote, so that compact JSON keeps the fields after it (an escaped
+		// The credential runs to a space; in a quoted value, or a quoted
+		// header, to its closing quote, so that compact JSON keeps the
+		// fields after it and a shell line its quote (an escaped
 		// quote's backslash goes with the credential: a backslash inside
 		// it, as PHP writes \/, is no end); encoded, to the end of the
 		// value. It is one only from MinSecretLen bytes on, as a
 		// registered secret is: "Authorization: Basic parsing" and
 		// "bearer xxx" are words, and are held until they end.
 		if classSpace[b] || a.encoded && (b == '&' || b == '"') ||
-			a.valQuote != 0 && b == a.valQuote {
+			a.valQuote != 0 && b == a.valQuote || a.valQuote == 0 && a.nameQuote != 0 && b == a.nameQuote {
 			a.phase = authIdle
 			return
 		}

@@ -298,6 +298,10 @@ func (s *Stream) scan(p []byte, i int) int {
 				s.auth.quote = false
 				s.auth.field = false
 				s.auth.valQuote = 0
+				s.auth.nameQuote = 0
+				if q, ok := s.rawAt(j - int64(len(authWord))); ok && (q == '"' || q == '\'') {
+					s.auth.nameQuote = q
+				}
 				s.auth.pct = 0
 				s.auth.encoded = false
 			}
