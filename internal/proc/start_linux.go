@@ -197,6 +197,10 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 	}
 	m, err := pg.handoff()
 	if err != nil {
+		if protocol.HasCode(err, protocol.CodeExecFailed) {
+			// The slot stays used: say which, as exec does.
+			return nil, nil, protocol.AsError(err).With("command_ordinal", spec.CommandOrdinal)
+		}
 		return nil, nil, err
 	}
 	return m, warnings, nil
