@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -149,5 +150,51 @@ func toolSchemas(c commandSchema, set schemaSet) (in, out schema.Schema) {
 		view := schema.Clone(out["anyOf"].([]any)[0].(map[string]any))
 		out = schema.Document(view, id+"/output", "procmon process_status output", "One monitor's record and status.")
 	}
+	oneTypeEach(in)
 	return in, out
+}
+
+// oneTypeEach gives each argument of a tool's input one JSON type. MCP
+// clients that take arguments as text (the Inspector's CLI, form-based
+// UIs) convert each by its declared type, and sent a union such as
+// ["integer", "null"], or a oneOf with no type, as a string, which the
+// tool refused: no timeout and no wait condition could be given. An
+// optional argument left out means what its null means, and the tool still
+// takes null, so only the union's other type is declared.
+func oneTypeEach(in schema.Schema) {
+	props, _ := in["properties"].(map[string]any)
+	for _, p := range props {
+		prop := p.(map[string]any)
+		switch t := prop["type"].(type) {
+		case []string:
+			if len(t) == 2 && t[1] == "null" {
+				prop["type"] = t[0]
+			}
+		case []any:
+			if len(t) == 2 && t[1] == "null" {
+				prop["type"] = t[0]
+			}
+		case nil:
+			if types := branchTypes(prop["oneOf"]); len(types) == 1 {
+				prop["type"] = types[0]
+			}
+		}
+	}
+}
+
+// branchTypes returns the distinct types of a oneOf's branches, or nil if
+// a branch has none.
+func branchTypes(oneOf any) []string {
+	branches, _ := oneOf.([]any)
+	var types []string
+	for _, b := range branches {
+		t, ok := b.(map[string]any)["type"].(string)
+		if !ok {
+			return nil
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
 }

@@ -569,10 +569,27 @@ func TestAgentMCPInspector(t *testing.T) {
 		t.Errorf("receipt %+v", r)
 	}
 
-	ran := inspect("--method", "tools/call", "--tool-name", "execute_command", "--tool-arg", `argv=["printer","from the inspector"]`)
+	// The Inspector sends each argument as text, converted by the type the
+	// input schema declares: a condition and a number must each have one.
+	waited := inspect("--method", "tools/call", "--tool-name", "wait_process", "--tool-arg", "monitor_id="+id,
+		"--tool-arg", `condition={"kind":"exit"}`, "--tool-arg", "timeout_seconds=60")
+	if waited["isError"] == true {
+		t.Fatalf("wait_process through the Inspector: %v", waited)
+	}
+	result = waited["structuredContent"].(map[string]any)
+	schemas.check(t, "wait", "response", mustJSON(t, result))
+	if result["outcome"] != "satisfied" {
+		t.Errorf("wait_process: %v", result)
+	}
+
+	ran := inspect("--method", "tools/call", "--tool-name", "execute_command", "--tool-arg", `argv=["printer","from the inspector"]`,
+		"--tool-arg", "timeout_seconds=60")
+	if ran["isError"] == true {
+		t.Fatalf("execute_command through the Inspector: %v", ran)
+	}
 	result = ran["structuredContent"].(map[string]any)
 	schemas.check(t, "exec", "response", mustJSON(t, result))
-	if result["exit_code"] != float64(0) || result["text"] != "from the inspector\n" {
+	if result["exit_code"] != float64(0) || result["text"] != "from the inspector\n" || result["work_deadline_ms"] == nil {
 		t.Errorf("execute_command: %v", result)
 	}
 
