@@ -3,8 +3,11 @@
 package cmd
 
 import (
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -131,6 +134,12 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An interrupted start (Ctrl-C, SIGTERM, SIGHUP; a shim's caller
+	// giving up) must not leave a service running that no answer names:
+	// the handoff completes, then the service is drained.
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(interrupts)
 	m, warnings, err := proc.Start(dir, proc.StartRequest{
 		RunID: runID,
 		Name:  name,
@@ -147,6 +156,11 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case <-interrupts:
+		return nil, drainInterrupted(dir, m)
+	default:
+	}
 	return &startResponse{
 		MonitorID:            m.MonitorID,
 		RunID:                m.RunID,
@@ -161,6 +175,22 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		WorkDeadlineMs:       m.WorkDeadlineMs,
 		Warnings:             warnings,
 	}, nil
+}
+
+// drainInterrupted drains a monitor whose start was interrupted after
+// its handoff, and answers as an interrupted exec does: wait_interrupted,
+// with the receipt as the result.
+func drainInterrupted(dir *state.Dir, m *state.Monitor) error {
+	o, err := proc.Observe(dir, m.MonitorID)
+	if err == nil {
+		o, err = proc.CancelObserved(dir, o, proc.DefaultDrainGraceMs, proc.ExecInterrupted)
+	}
+	if err != nil {
+		return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted after its handoff, and draining %s failed: %v; stop it with: procmon cancel %s", m.Argv[0], m.MonitorID, err, m.MonitorID).
+			With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal)
+	}
+	return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted: %s was drained (details.result has its receipt)", m.Argv[0], m.MonitorID).
+		With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal).With("result", receiptOf(o))
 }
 
 // maxNameBytes is the longest name a monitor may be given: a label to

@@ -401,6 +401,40 @@ func childrenOf(pid int) []int {
 // processes that a guardian lost before its record would leak.
 var leakyService = []string{"start", "--", "sh", "-c", "sleeper & sleeper & exec sleeper"}
 
+// TestFaultsStartInterrupted interrupts procmon start where its handoff
+// is under way, as Ctrl-C, a shim's caller giving up or a hangup would:
+// the start completes, drains the service it started (the children it
+// forked too) and answers wait_interrupted with the receipt, so no
+// service runs on that no answer named.
+func TestFaultsStartInterrupted(t *testing.T) {
+	for _, sig := range []unix.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			l := newFaultLab(t, 30, 20)
+			c := l.command("start:before_handoff", leakyService...)
+			end := l.background(c)
+			if err := awaitStopped(c.Process.Pid); err != nil {
+				t.Fatal(err)
+			}
+			unix.Kill(c.Process.Pid, sig)
+			unix.Kill(c.Process.Pid, unix.SIGCONT)
+			r, exited := end()
+			if !exited || r.Get("error.code").String() != string(protocol.CodeWaitInterrupted) {
+				t.Fatalf("interrupted start answered %s (exited %v): want wait_interrupted", r.Raw, exited)
+			}
+			id := r.Get("error.details.monitor_id").String()
+			receipt := r.Get("error.details.result")
+			if receipt.Get("status").String() != state.StatusCancelled || receipt.Get("reason").String() != "interrupted" ||
+				!receipt.Get("group_empty_verified").Bool() {
+				t.Fatalf("interrupted start answered %s: want its receipt, cancelled for the interruption", r.Raw)
+			}
+			if s := l.status(id).Get("status").String(); s != state.StatusCancelled {
+				t.Fatalf("after an interrupted start, %s is %s", id, s)
+			}
+			l.settle()
+		})
+	}
+}
+
 // TestFaultsStartPoints kills a start's guardian at each point of its
 // start, and the launcher once the guardian may spawn. A guardian lost
 // before its running handoff leaves a trace (the directory that names it,
