@@ -110,9 +110,12 @@ def start_process(
 
     Request: ``argv`` (required), optional ``cwd``, ``env``, ``secrets``,
     ``secret_env``, ``timeout_seconds``, ``name``. Keep the returned
-    ``monitor_id``; ``pid`` and ``pgid`` are informational.
+    ``monitor_id``; ``pid`` and ``pgid`` are informational. On
+    KeyboardInterrupt procmon is sent SIGINT: it drains the service it
+    started, so none runs on that no answer named, and the interrupt
+    propagates.
     """
-    return _call("start", request, run=run, binary=binary, env=env)
+    return _call("start", request, run=run, binary=binary, env=env, interruptible=True, bounded=True)
 
 
 def wait_process(
@@ -274,6 +277,7 @@ def _call(
     env: Optional[Mapping[str, str]] = None,
     timeout: float = CALL_TIMEOUT_SECONDS,
     interruptible: bool = False,
+    bounded: bool = False,
 ) -> Dict[str, Any]:
     try:
         payload = json.dumps({"request": _unwrap(request)})
@@ -289,7 +293,7 @@ def _call(
 
     try:
         if interruptible:
-            status, stdout, stderr = _run_interruptible(argv, payload, child_env)
+            status, stdout, stderr = _run_interruptible(argv, payload, child_env, timeout if bounded else None)
         else:
             done = subprocess.run(
                 argv,
@@ -330,12 +334,14 @@ def _find_binary(binary: Optional[str], env: Mapping[str, str]) -> str:
     return found
 
 
-def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str]):
-    """Run a wait that a KeyboardInterrupt ends gracefully.
+def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str], timeout: Optional[float]):
+    """Run a command that a KeyboardInterrupt ends gracefully.
 
     subprocess.run would SIGKILL the child on KeyboardInterrupt; procmon
-    instead gets SIGINT, so it ends its wait cleanly (answering
-    wait_interrupted) and the service keeps running.
+    instead gets SIGINT, so it answers wait_interrupted: a wait ends and
+    its service keeps running, a start or an exec drains what it started.
+    With a timeout, a child that has not answered by then is killed and
+    subprocess.TimeoutExpired raised.
     """
     child = subprocess.Popen(
         argv,
@@ -348,7 +354,11 @@ def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str]):
     )
     with child:
         try:
-            stdout, stderr = child.communicate(payload)
+            stdout, stderr = child.communicate(payload, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise
         except KeyboardInterrupt:
             # A Ctrl-C at a terminal has reached procmon already; an
             # interrupt raised in this process alone has not.

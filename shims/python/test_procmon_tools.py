@@ -314,6 +314,55 @@ class WaitTest(ProcmonToolsTest):
             time.sleep(0.01)
 
 
+class InterruptedStartTest(unittest.TestCase):
+    """An interrupted start_process lets procmon drain what it started.
+
+    procmon's side (it completes the handoff, drains the service and
+    answers wait_interrupted) is proven by its fault suite, which can stop
+    a start mid-handoff; here a stand-in binary that blocks until it is
+    signalled proves the shim's side: SIGINT, never SIGKILL, which would
+    leave a started service with no answer naming it.
+    """
+
+    STAND_IN = """#!{python}
+import signal, sys, time
+from pathlib import Path
+sys.stdin.read()
+def answer(signum, frame):
+    Path({marker!r}).write_text(signal.Signals(signum).name)
+    print('{{"error":{{"code":"wait_interrupted","message":"start was interrupted","details":{{}}}}}}')
+    sys.exit(130)
+signal.signal(signal.SIGINT, answer)
+Path({ready!r}).write_text("")
+time.sleep(60)
+"""
+
+    def test_interrupted_start_is_sent_sigint(self):
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.addCleanup(signal.signal, signal.SIGINT, previous)
+        work = tempfile.TemporaryDirectory(prefix="procmon-shim-")
+        self.addCleanup(work.cleanup)
+        marker, ready = os.path.join(work.name, "signal"), os.path.join(work.name, "ready")
+        stand_in = os.path.join(work.name, "procmon")
+        with open(stand_in, "w", encoding="utf-8") as f:
+            f.write(self.STAND_IN.format(python=sys.executable, marker=marker, ready=ready))
+        os.chmod(stand_in, 0o700)
+
+        def interrupt():
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not os.path.exists(ready) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        interrupter = threading.Thread(target=interrupt, daemon=True)
+        interrupter.start()
+        with self.assertRaises(KeyboardInterrupt):
+            start_process({"argv": SLEEPER}, binary=stand_in)
+        interrupter.join(PATIENCE_SECONDS)
+        with open(marker, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "SIGINT")
+
+
 class ErrorTest(ProcmonToolsTest):
 
     def assertProcmonError(self, raised, code, exit_status):
