@@ -70,6 +70,9 @@ func TestExitStatusesCoverTheMapping(t *testing.T) {
 			t.Errorf("exit status %d is listed twice", e.status)
 		}
 		listed[e.status] = true
+		if strings.Count(e.meaning, "`")%2 != 0 {
+			t.Errorf("exit status %d: a `code` span in its meaning is not closed", e.status)
+		}
 		if e.status != 0 && e.status != exitNotSatisfied && len(exitStatusCodes(e.status)) == 0 {
 			t.Errorf("exit status %d is listed, but no error code exits with it", e.status)
 		}

@@ -35,6 +35,9 @@ func manPages(root *cobra.Command) map[string][]byte {
 		name := strings.ReplaceAll(c.CommandPath(), " ", "-")
 		var b bytes.Buffer
 		fmt.Fprintf(&b, ".TH %q 1 %q \"procmon\" \"procmon manual\"\n", strings.ToUpper(name), manDate)
+		// Not hyphenated, and ragged right: error codes and flags are
+		// words a reader copies, and justifying lines of them leaves gaps.
+		b.WriteString(".nh\n.ad l\n")
 		fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", roff(name), roff(c.Short))
 		fmt.Fprintf(&b, ".SH SYNOPSIS\n.nf\n\\fB%s\\fR\n.fi\n", roff(c.UseLine()))
 		long := c.Long
@@ -48,6 +51,7 @@ func manPages(root *cobra.Command) map[string][]byte {
 		if flags := c.InheritedFlags().FlagUsages(); flags != "" {
 			fmt.Fprintf(&b, ".SH OPTIONS INHERITED FROM PARENT COMMANDS\n.nf\n%s.fi\n", roff(flags))
 		}
+		fmt.Fprint(&b, manExitStatus(c == root))
 		var see []string
 		if c.HasParent() {
 			see = append(see, manRef(c.Parent()))
@@ -67,6 +71,37 @@ func manPages(root *cobra.Command) map[string][]byte {
 	}
 	walk(root)
 	return pages
+}
+
+// manExitStatus is the EXIT STATUS section. procmon's own page gives
+// every status with the error codes behind it; a command's page gives the
+// statuses alone and points there. Every page lists every status: most
+// may come from any command (a usage error, an unknown run, an unsafe
+// state directory), and the others say which commands give them.
+func manExitStatus(withCodes bool) string {
+	var b strings.Builder
+	b.WriteString(".SH EXIT STATUS\n")
+	for _, e := range exitStatuses {
+		meaning := e.meaning
+		if withCodes {
+			meaning = exitStatusMeaning(e.status, e.meaning)
+		}
+		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", e.status, roffMarkdown(meaning))
+	}
+	if !withCodes {
+		b.WriteString(".PP\nThe error codes behind each status are in \\fBprocmon\\fR(1).\n")
+	}
+	return b.String()
+}
+
+// roffMarkdown is roff for text whose one markup is Markdown's `code`
+// span, set in bold as man pages set literal text.
+func roffMarkdown(s string) string {
+	parts := strings.Split(roff(s), "`")
+	for i := 1; i < len(parts); i += 2 {
+		parts[i] = `\fB` + parts[i] + `\fR`
+	}
+	return strings.Join(parts, "")
 }
 
 func manRef(c *cobra.Command) string {
