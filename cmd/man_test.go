@@ -52,6 +52,9 @@ func manPages(root *cobra.Command) map[string][]byte {
 			fmt.Fprintf(&b, ".SH OPTIONS INHERITED FROM PARENT COMMANDS\n.nf\n%s.fi\n", roff(flags))
 		}
 		fmt.Fprint(&b, manExitStatus(c == root))
+		if c == root {
+			fmt.Fprint(&b, manEnvironment())
+		}
 		var see []string
 		if c.HasParent() {
 			see = append(see, manRef(c.Parent()))
@@ -91,6 +94,17 @@ func manExitStatus(withCodes bool) string {
 	if !withCodes {
 		b.WriteString(".PP\nThe error codes behind each status are in \\fBprocmon\\fR(1).\n")
 	}
+	return b.String()
+}
+
+// manEnvironment is the ENVIRONMENT section of procmon's own page.
+func manEnvironment() string {
+	var b strings.Builder
+	b.WriteString(".SH ENVIRONMENT\n")
+	for _, v := range environment {
+		fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", roff(v.name), roffMarkdown(v.meaning))
+	}
+	fmt.Fprintf(&b, ".PP\n%s\n", roffMarkdown(environmentPassed))
 	return b.String()
 }
 
