@@ -122,11 +122,12 @@ func manRef(c *cobra.Command) string {
 	return `\fB` + roff(strings.ReplaceAll(c.CommandPath(), " ", "-")) + `\fR(1)`
 }
 
-// roff escapes text for a man page: backslashes, hyphens, and a line
-// that would start with a control character.
+// roff escapes text for a man page: backslashes, hyphens, tildes and
+// carets (which groff may set as the accents ˜ and ˆ, breaking a path or
+// a pattern copied from the page), and a line that would start with a
+// control character.
 func roff(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\e`)
-	s = strings.ReplaceAll(s, "-", `\-`)
+	s = strings.NewReplacer(`\`, `\e`, "-", `\-`, "~", `\(ti`, "^", `\(ha`).Replace(s)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
