@@ -216,7 +216,7 @@ var schemaCatalog = &schema.Catalog{
 	},
 	TypeFields: map[string]string{
 		"waitResponse.condition":        "The condition as it was evaluated.",
-		"ErrorObject.error":             "The error: a stable code (see the enum; exit status 2 for invalid_request and invalid_condition, 3 for a refusal by policy or budget, 4 for unknown_monitor, 5 for needs_reconciliation, 130 for an interrupted wait or exec, 1 otherwise), a message that says what to do next, and details.",
+		"ErrorObject.error":             "The error: a stable code (see the enum; exit status 2 for invalid_request and invalid_condition, 3 for a refusal by policy or budget, 4 for unknown_monitor, 5 for needs_reconciliation, 130 for an interrupted wait, start or exec, 1 otherwise), a message that says what to do next, and details.",
 		"Settings.secret_env":           "Names of environment variables whose values are secrets in every run (names only, never values).",
 		"WorkDuration.timeout_seconds":  "A work cap in seconds for the whole run, counted from the run's creation; null: none.",
 		"Observation.status":            "The monitor's status when the wait ended (see process_status).",

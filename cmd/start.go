@@ -69,6 +69,9 @@ A --name labels the service, to name it by later (procmon logs api, or
 starting with "m_", which begins a monitor id.
 
 Start services in the foreground: a daemonizing service leaves its group.
+Interrupted (Ctrl-C, SIGTERM, SIGHUP) before it answers, start drains the
+service it started and answers wait_interrupted (exit status 130) with its
+receipt, so that no service runs on unnamed.
 Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*,
 *PASSPHRASE*, *APIKEY*, *CREDENTIAL*, *_KEY, *_PASS or *_PWD (and those
 named by --secret-env) are treated as secrets: their values are redacted
