@@ -401,6 +401,64 @@ func childrenOf(pid int) []int {
 // processes that a guardian lost before its record would leak.
 var leakyService = []string{"start", "--", "sh", "-c", "sleeper & sleeper & exec sleeper"}
 
+// TestFaultsWallClockStep steps the wall clock an hour forward, then back,
+// under a running monitor, for its guardian and every command that looks
+// at it, as NTP or date -s would. Ownership windows are judged on the
+// monotonic clock, so the monitor stays running and its guardian renews
+// through both steps. Judged on the wall clock, the first status after the
+// step forward showed it as needing reconciliation and closed its custody
+// fence, and the guardian drained.
+func TestFaultsWallClockStep(t *testing.T) {
+	l := newFaultLab(t, 3, 20) // renewals every second
+	clock := filepath.Join(t.TempDir(), "clock")
+	step := func(ms string) {
+		if err := os.WriteFile(clock, []byte(ms), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("0")
+	inner := l.procmon
+	l.procmon = func(args ...string) *exec.Cmd {
+		c := inner(args...)
+		c.Env = append(c.Env, "PROCMON_FAULT_CLOCK="+clock)
+		return c
+	}
+	id, _ := l.startMonitor("", "start", "--", "sleeper")
+	d := &state.Dir{Path: l.state}
+	for _, ms := range []string{"3600000", "-3600000"} {
+		step(ms)
+		if s := l.status(id).Get("status").String(); s != state.StatusRunning {
+			t.Fatalf("with the wall clock stepped by %s ms, %s is %s", ms, id, s)
+		}
+		// Two renewals under the stepped clock: the guardian's own check
+		// of its window passes too.
+		m, err := d.LoadMonitor(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+			now, err := d.LoadMonitor(id)
+			if err == nil && now.Receipt != nil {
+				t.Fatalf("with the wall clock stepped by %s ms, the guardian drained: %+v", ms, now.Receipt)
+			}
+			if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no two renewals in %v with the wall clock stepped by %s ms", patience, ms)
+			}
+		}
+		if s := l.status(id).Get("status").String(); s != state.StatusRunning {
+			t.Fatalf("after two renewals with the wall clock stepped by %s ms, %s is %s", ms, id, s)
+		}
+	}
+	r, _ := l.run("cancel", id)
+	if r.Get("reason").String() != "cancel" || !r.Get("group_empty_verified").Bool() {
+		t.Fatalf("cancel answered %s", r.Raw)
+	}
+	l.settle()
+}
+
 // TestFaultsStartInterrupted interrupts procmon start where its handoff
 // is under way, as Ctrl-C, a shim's caller giving up or a hangup would:
 // the start completes, drains the service it started (the children it

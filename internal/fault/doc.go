@@ -5,6 +5,7 @@
 // Only a binary built with the faultpoints tag acts on a point (see
 // faultpoints_on.go): there, a process whose environment says
 // PROCMON_FAULT_AT=NAME stops itself with SIGSTOP when it reaches the point
-// NAME, and the test that set it kills or resumes it. In every other
-// build Point and Env do nothing and cost nothing.
+// NAME, and the test that set it kills or resumes it. There too, the wall
+// clock that procmon reads may be stepped by a test (WallStepMs). In every
+// other build Point, WallStepMs and Env do nothing and cost nothing.
 package fault

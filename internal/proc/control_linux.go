@@ -37,12 +37,12 @@ type controlReply struct {
 	Logged   int64  `json:"logged,omitempty"`
 	Lost     int64  `json:"lost,omitempty"`
 	LogError string `json:"log_error,omitempty"`
-	// CustodyUntilMs is the end of the ownership window as the guardian
-	// last renewed it, which a record that could not be written lacks;
-	// StateError says why it could not.
-	CustodyUntilMs int64               `json:"custody_until_ms,omitempty"`
-	StateError     string              `json:"state_error,omitempty"`
-	Error          *protocol.ErrorBody `json:"error,omitempty"`
+	// CustodyUntilMonoMs is the end of the ownership window as the
+	// guardian last renewed it, on state.MonoNowMs's clock, which a record
+	// that could not be written lacks; StateError says why it could not.
+	CustodyUntilMonoMs int64               `json:"custody_until_mono_ms,omitempty"`
+	StateError         string              `json:"state_error,omitempty"`
+	Error              *protocol.ErrorBody `json:"error,omitempty"`
 }
 
 // controlServer is the guardian's end of the socket. The socket lives in
@@ -278,7 +278,7 @@ func (g *guardian) handle(conn *net.UnixConn) {
 			reply.LogError = *e
 		}
 		if g.custodyOpen() {
-			reply.CustodyUntilMs = g.custodyUntil.Load()
+			reply.CustodyUntilMonoMs = g.custodyUntil.Load()
 		}
 		if e := g.stateErr.Load(); e != nil {
 			reply.StateError = *e

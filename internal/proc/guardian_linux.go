@@ -23,7 +23,9 @@ import (
 	"procmon/internal/state"
 )
 
-func nowMs() int64 { return time.Now().UnixMilli() }
+// nowMs is the wall clock, which records show; ownership windows are
+// judged by state.MonoNowMs. The fault tests may step it.
+func nowMs() int64 { return time.Now().UnixMilli() + fault.WallStepMs() }
 
 // drainCause says why custody is ending and what status the receipt takes.
 type drainCause struct {
@@ -85,7 +87,8 @@ type guardian struct {
 	receipted chan struct{}      // closed once the receipt exists, durable or not
 	receipt   atomic.Pointer[state.Receipt]
 	// custodyUntil is the end of the ownership window as the guardian
-	// last renewed it, in milliseconds: the stored record's, or later when
+	// last renewed it, in milliseconds of state.MonoNowMs: the stored
+	// record's, or later when
 	// the record could not be written (a full disk). Past it, custody has
 	// lapsed for good.
 	custodyUntil atomic.Int64
@@ -385,28 +388,28 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 	if spec.Owner != nil {
 		g.owner = watchOwner(*spec.Owner)
 	}
-	now := nowMs()
+	now, mono := nowMs(), state.MonoNowMs()
 	g.rec = &state.Monitor{
-		MonitorID:            spec.MonitorID,
-		RunID:                spec.RunID,
-		Name:                 g.redactText(spec.Name),
-		Argv:                 redactAll(g.redactText, spec.Argv),
-		Cwd:                  g.redactText(spec.Cwd),
-		CommandOrdinal:       spec.CommandOrdinal,
-		BootID:               g.bootID,
-		PID:                  g.child,
-		PGID:                 g.child,
-		ChildStartTicks:      g.childTicks,
-		GuardianPID:          g.self,
-		GuardianStartTicks:   g.selfTicks,
-		AdmittedAtMs:         spec.AdmittedAtMs,
-		StartedAtMs:          g.spawnedAtMs,
-		OwnershipExpiresAtMs: now + spec.OwnerGraceMs,
-		OwnerGraceMs:         spec.OwnerGraceMs,
-		WorkDeadlineMs:       spec.WorkDeadlineMs,
-		MaxOutputBytes:       spec.MaxOutputBytes,
-		Phase:                state.PhaseRunning,
+		MonitorID:          spec.MonitorID,
+		RunID:              spec.RunID,
+		Name:               g.redactText(spec.Name),
+		Argv:               redactAll(g.redactText, spec.Argv),
+		Cwd:                g.redactText(spec.Cwd),
+		CommandOrdinal:     spec.CommandOrdinal,
+		BootID:             g.bootID,
+		PID:                g.child,
+		PGID:               g.child,
+		ChildStartTicks:    g.childTicks,
+		GuardianPID:        g.self,
+		GuardianStartTicks: g.selfTicks,
+		AdmittedAtMs:       spec.AdmittedAtMs,
+		StartedAtMs:        g.spawnedAtMs,
+		OwnerGraceMs:       spec.OwnerGraceMs,
+		WorkDeadlineMs:     spec.WorkDeadlineMs,
+		MaxOutputBytes:     spec.MaxOutputBytes,
+		Phase:              state.PhaseRunning,
 	}
+	g.rec.SetWindow(now, mono, spec.OwnerGraceMs)
 	<-g.sig.AllCaught
 	// An orphan that exited before SIGCHLD was caught sent it for nothing.
 	g.reapOrphans()
@@ -414,7 +417,7 @@ func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRe
 		// Custody cannot be recorded: take the child down with us.
 		return abort(err)
 	}
-	g.custodyUntil.Store(g.rec.OwnershipExpiresAtMs)
+	g.custodyUntil.Store(g.rec.OwnershipExpiresMonoMs)
 	g.fenced = g.dir.Custody(g.spec.MonitorID) == state.CustodyOpen
 	go g.ctl.serve(g)
 	return nil
@@ -575,18 +578,18 @@ func (g *guardian) saveRenewal(until int64) (int64, error) {
 		if err := g.stillOurs(); err != nil {
 			return err
 		}
-		now := nowMs()
-		if now > until || !g.custodyOpen() {
+		mono := state.MonoNowMs()
+		if mono > until || !g.custodyOpen() {
 			return errLapsed
 		}
-		seq, expires := g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs
+		seq, expires, expiresMono := g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs, g.rec.OwnershipExpiresMonoMs
 		g.rec.HeartbeatSeq++
-		g.rec.OwnershipExpiresAtMs = now + g.spec.OwnerGraceMs
-		renewed = g.rec.OwnershipExpiresAtMs
+		g.rec.SetWindow(nowMs(), mono, g.spec.OwnerGraceMs)
+		renewed = g.rec.OwnershipExpiresMonoMs
 		g.out.snapshot(g.rec)
 		err := g.dir.SaveMonitor(g.rec, false)
-		if nowMs() > until || !g.custodyOpen() {
-			g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs = seq, expires
+		if state.MonoNowMs() > until || !g.custodyOpen() {
+			g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs, g.rec.OwnershipExpiresMonoMs = seq, expires, expiresMono
 			if err == nil {
 				g.dir.SaveMonitor(g.rec, false)
 			}
@@ -681,7 +684,7 @@ func (g *guardian) renew() (drainCause, bool) {
 	// of CPU, past it) has been reported as needing reconciliation: it
 	// never renews.
 	until := g.custodyUntil.Load()
-	if nowMs() > until || !g.custodyOpen() {
+	if state.MonoNowMs() > until || !g.custodyOpen() {
 		return missed, false
 	}
 	if run, err := g.dir.LoadRun(g.spec.RunID); err != nil {
@@ -704,14 +707,14 @@ func (g *guardian) renew() (drainCause, bool) {
 	switch {
 	case errors.Is(err, errRevoked):
 		return revoked, false
-	case errors.Is(err, errLapsed), nowMs() > until:
+	case errors.Is(err, errLapsed), state.MonoNowMs() > until:
 		// The lock could not be had, and the window passed meanwhile.
 		return missed, false
 	case renewed == 0:
 		// The lock could not be had (it stayed taken, or no descriptor
 		// was left to take it with): renewed from now, as the record
 		// would have been.
-		renewed = nowMs() + g.spec.OwnerGraceMs
+		renewed = state.MonoNowMs() + g.spec.OwnerGraceMs
 	}
 	// Custody was checked in time: it holds whether or not the record
 	// could be written (a full disk); readers ask the guardian then.
@@ -768,7 +771,7 @@ func (g *guardian) finish(cause drainCause) {
 			return
 		}
 		g.rec.Phase = state.PhaseSettling
-		g.rec.OwnershipExpiresAtMs = nowMs() + cause.graceMs + drainBoundMs + g.spec.OwnerGraceMs
+		g.rec.SetWindow(nowMs(), state.MonoNowMs(), cause.graceMs+drainBoundMs+g.spec.OwnerGraceMs)
 		if err := g.save(false); err != nil {
 			// The record still says running: readers are to ask.
 			g.dir.GiveUpCustody(g.spec.MonitorID)

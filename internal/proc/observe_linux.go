@@ -38,12 +38,12 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	if m.Receipt == nil {
 		custody = dir.Custody(id)
 	}
-	o := classify(m, nowMs(), state.BootID(), custody)
+	o := classify(m, nowMs(), state.MonoNowMs(), state.BootID(), custody)
 	if o.Status == state.StatusNeedsReconciliation && m.Receipt == nil {
 		// The guardian may have written its receipt and exited between the
 		// read and the liveness check: look once more before saying so.
 		if again, err := dir.LoadMonitor(id); err == nil && again.Receipt != nil {
-			o = classify(again, nowMs(), state.BootID(), custody)
+			o = classify(again, nowMs(), state.MonoNowMs(), state.BootID(), custody)
 		}
 	}
 	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
@@ -104,7 +104,7 @@ func (o *Observation) askGuardian(dir *state.Dir, custody state.Custody) {
 		// kernel holds it up to its bounds), whether or not its record
 		// could say so.
 		o.Status, o.Why = state.StatusSettling, ""
-	case reply.CustodyUntilMs >= nowMs() && custody != state.CustodyGivenUp:
+	case reply.CustodyUntilMonoMs >= state.MonoNowMs() && custody != state.CustodyGivenUp:
 		o.Status, o.Why = state.StatusRunning, ""
 	default:
 		return
@@ -125,10 +125,10 @@ const (
 	whyCustodyGivenUp  = "the guardian's custody was given up: its window lapsed, or it could not store its receipt"
 )
 
-// classify decides a monitor's status from its record, the time, the boot
-// and its custody fence (which it reads only for a record without a
-// receipt).
-func classify(m *state.Monitor, now int64, bootID string, custody state.Custody) *Observation {
+// classify decides a monitor's status from its record, the time (now on
+// the wall clock, mono on the one windows are judged by), the boot and its
+// custody fence (which it reads only for a record without a receipt).
+func classify(m *state.Monitor, now, mono int64, bootID string, custody state.Custody) *Observation {
 	o := &Observation{Monitor: m}
 	switch {
 	case m.Receipt != nil:
@@ -137,11 +137,11 @@ func classify(m *state.Monitor, now int64, bootID string, custody state.Custody)
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the machine rebooted since the handoff"
 	case !Matches(m.GuardianPID, m.GuardianStartTicks):
 		o.Status, o.Why = state.StatusNeedsReconciliation, "the guardian is gone and left no receipt"
-	case m.Phase == state.PhaseSettling && now <= m.OwnershipExpiresAtMs:
+	case m.Phase == state.PhaseSettling && !m.WindowLapsed(now, mono):
 		o.Status = state.StatusSettling
 	case m.Phase == state.PhaseSettling:
 		o.Status, o.Why = state.StatusNeedsReconciliation, whySettlingExpired
-	case now > m.OwnershipExpiresAtMs:
+	case m.WindowLapsed(now, mono):
 		o.Status, o.Why = state.StatusNeedsReconciliation, whyWindowExpired
 	case custody == state.CustodyGivenUp:
 		// A current window written after a reader showed the lapse, or by

@@ -96,10 +96,11 @@ func custodyOf(o *Observation, now time.Time) wait.Custody {
 	if c.Terminal || c.Unverified {
 		return c
 	}
-	expires := o.Monitor.OwnershipExpiresAtMs
-	switch {
-	case now.UnixMilli() <= expires:
-		c.Lapses = time.UnixMilli(expires + 1)
+	// On the clock windows are judged by; now's monotonic reading keeps
+	// Lapses on it too.
+	switch left := o.Monitor.WindowLeftMs(nowMs(), state.MonoNowMs()); {
+	case left >= 0:
+		c.Lapses = now.Add(time.Duration(left+1) * time.Millisecond)
 	case o.Status == state.StatusSettling:
 		c.Unverified = true
 		c.Why = "the ownership window expired while the guardian settled, without a receipt"

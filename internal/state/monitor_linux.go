@@ -54,13 +54,17 @@ type Monitor struct {
 	GuardianPID        int    `json:"guardian_pid"`
 	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
 
-	AdmittedAtMs         int64  `json:"admitted_at_ms"`
-	StartedAtMs          int64  `json:"started_at_ms"`
-	HeartbeatSeq         int64  `json:"heartbeat_seq"`
-	OwnershipExpiresAtMs int64  `json:"ownership_expires_at_ms"`
-	OwnerGraceMs         int64  `json:"owner_grace_ms"`
-	WorkDeadlineMs       *int64 `json:"work_deadline_ms"`
-	MaxOutputBytes       *int64 `json:"max_output_bytes"`
+	AdmittedAtMs         int64 `json:"admitted_at_ms"`
+	StartedAtMs          int64 `json:"started_at_ms"`
+	HeartbeatSeq         int64 `json:"heartbeat_seq"`
+	OwnershipExpiresAtMs int64 `json:"ownership_expires_at_ms"`
+	// OwnershipExpiresMonoMs is the same end on CLOCK_MONOTONIC, which
+	// the window is judged by (WindowLapsed). 0 in a record of an earlier
+	// procmon, judged by the wall clock.
+	OwnershipExpiresMonoMs int64  `json:"ownership_expires_mono_ms,omitempty"`
+	OwnerGraceMs           int64  `json:"owner_grace_ms"`
+	WorkDeadlineMs         *int64 `json:"work_deadline_ms"`
+	MaxOutputBytes         *int64 `json:"max_output_bytes"`
 
 	Phase         string `json:"phase"`
 	CapturedBytes int64  `json:"captured_bytes"`
@@ -416,6 +420,46 @@ func (d *Dir) RemoveMonitorDir(id string) error {
 		return nil
 	}
 	return os.RemoveAll(d.MonitorDir(id))
+}
+
+// MonoNowMs is the time ownership windows are judged by: CLOCK_MONOTONIC,
+// one clock for every process of a boot (a record of another boot is
+// judged by its boot id first). A step of the wall clock (NTP, date -s)
+// does not move it: judged by the wall clock, a step forward past the
+// grace showed every monitor as needing reconciliation, and the readers
+// that showed it closed their custody fences, so that every guardian
+// drained. No time passes on it while the machine sleeps, when no
+// guardian runs and no reader either.
+func MonoNowMs() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano() / 1e6
+}
+
+// SetWindow ends the ownership window graceMs after wallMs on the wall
+// clock, which the record shows, and after monoMs on MonoNowMs's clock,
+// which it is judged by.
+func (m *Monitor) SetWindow(wallMs, monoMs, graceMs int64) {
+	m.OwnershipExpiresAtMs = wallMs + graceMs
+	m.OwnershipExpiresMonoMs = monoMs + graceMs
+}
+
+// WindowLapsed reports whether the ownership window has passed at wallMs
+// on the wall clock and monoMs on MonoNowMs's.
+func (m *Monitor) WindowLapsed(wallMs, monoMs int64) bool {
+	if m.OwnershipExpiresMonoMs != 0 {
+		return monoMs > m.OwnershipExpiresMonoMs
+	}
+	return wallMs > m.OwnershipExpiresAtMs
+}
+
+// WindowLeftMs is how long the ownership window has to run, as
+// WindowLapsed judges it; not above 0 once it has lapsed.
+func (m *Monitor) WindowLeftMs(wallMs, monoMs int64) int64 {
+	if m.OwnershipExpiresMonoMs != 0 {
+		return m.OwnershipExpiresMonoMs - monoMs
+	}
+	return m.OwnershipExpiresAtMs - wallMs
 }
 
 // BootID returns the kernel's boot id; a record from another boot has lost

@@ -69,6 +69,10 @@ func jsonAppendMonitor(b []byte, v *Monitor) []byte {
 	b = protocol.AppendInt(b, v.HeartbeatSeq)
 	b = append(b, `,"ownership_expires_at_ms":`...)
 	b = protocol.AppendInt(b, v.OwnershipExpiresAtMs)
+	if v.OwnershipExpiresMonoMs != 0 {
+		b = append(b, `,"ownership_expires_mono_ms":`...)
+		b = protocol.AppendInt(b, v.OwnershipExpiresMonoMs)
+	}
 	b = append(b, `,"owner_grace_ms":`...)
 	b = protocol.AppendInt(b, v.OwnerGraceMs)
 	b = append(b, `,"work_deadline_ms":`...)
@@ -245,6 +249,8 @@ func jsonDecodeMonitor(r gjson.Result, v *Monitor) bool {
 			return protocol.DecodeInt[int64](r, &v.HeartbeatSeq)
 		case "ownership_expires_at_ms":
 			return protocol.DecodeInt[int64](r, &v.OwnershipExpiresAtMs)
+		case "ownership_expires_mono_ms":
+			return protocol.DecodeInt[int64](r, &v.OwnershipExpiresMonoMs)
 		case "owner_grace_ms":
 			return protocol.DecodeInt[int64](r, &v.OwnerGraceMs)
 		case "work_deadline_ms":
