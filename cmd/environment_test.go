@@ -36,9 +36,10 @@ const environmentPassed = "`start` and `exec` give the command procmon's environ
 // environmentNotForUsers are variables procmon's code reads that a user
 // has no reason to set, and why they are left out of the man page.
 var environmentNotForUsers = map[string]string{
-	"GORACE":           "read by a race-built procmon only, which the tests run; a guardian keeps it",
-	"PROCMON_FAULT_AT": "fault injection, in a build with -tags faultpoints only",
-	"PROCMON_UPDATE":   "has the tests rewrite their golden files",
+	"GORACE":              "read by a race-built procmon only, which the tests run; a guardian keeps it",
+	"PROCMON_FAULT_AT":    "fault injection, in a build with -tags faultpoints only",
+	"PROCMON_FAULT_CLOCK": "a stepped wall clock for the fault suite, in a build with -tags faultpoints only",
+	"PROCMON_UPDATE":      "has the tests rewrite their golden files",
 }
 
 // TestEnvironmentIsWhatTheCodeReads fails when procmon's code reads a
