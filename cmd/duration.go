@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -44,18 +45,23 @@ func parseSeconds(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty duration: give seconds or a duration like 30s, 2m, 1h")
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
 		return n, nil
 	}
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, err // a number past 64 bits: flagError says so, as for any integer flag
+	}
+	// The flag's error quotes the value; these say what is wrong with it.
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "time: unknown unit") || strings.HasPrefix(err.Error(), "time: missing unit") {
-			return 0, fmt.Errorf("%q: unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds", s)
+			return 0, fmt.Errorf("unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds")
 		}
-		return 0, fmt.Errorf("%q is not a duration: give seconds or a duration like 30s, 2m, 1h", s)
+		return 0, fmt.Errorf("not a duration: give seconds or a duration like 30s, 2m, 1h")
 	}
 	if d%time.Second != 0 {
-		return 0, fmt.Errorf("%q is not a whole number of seconds; procmon counts this in seconds (like 1s, 90s, 2m)", s)
+		return 0, fmt.Errorf("not a whole number of seconds; procmon counts this in seconds (like 1s, 90s, 2m)")
 	}
 	return int64(d / time.Second), nil
 }

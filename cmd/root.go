@@ -164,9 +164,7 @@ Start with: procmon configure --enable`,
 	root.PersistentFlags().StringVarP(&g.format, "format", "o", "", "json or text (default: text on a terminal, else json)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print the JSON response even on a terminal (same as -o json)")
 	root.RegisterFlagCompletionFunc("run", completeRunIDs(env))
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newConfigureCmd(env, g),
 		newStartCmd(env, g),
