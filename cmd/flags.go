@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -42,4 +43,48 @@ func valueProblem(cause error) string {
 		return fmt.Sprintf("out of range (at least %d)", int64(math.MinInt64))
 	}
 	return fmt.Sprintf("out of range (at most %d)", int64(math.MaxInt64))
+}
+
+// requestFlags is, for each request field a flag fills, that flag: the
+// same flag in every command that has the field.
+var requestFlags = map[string]string{
+	"timeout_seconds": "timeout",
+	"grace_seconds":   "grace",
+	"max_bytes":       "max-bytes",
+	"offset":          "offset",
+	"name":            "name",
+	"cwd":             "cwd",
+	"env":             "env",
+	"secret_env":      "secret-env",
+	"depends_on":      "depends-on",
+	"owner_pid":       "owner-pid",
+	"tools":           "tools",
+	"text":            "output",
+	"path":            "file",
+	"sha256":          "sha256",
+}
+
+// nameTheFlag makes an error about a request field whose value a person
+// gave with a flag name that flag, where the message spoke of the JSON
+// field alone: `field "timeout_seconds" must be ...` reads
+// `--timeout (timeout_seconds) must be ...`, and a message in other words
+// is prefixed with the flag unless it names it already. details.field
+// keeps the field, for programs. A request read from stdin sets no flag,
+// so its messages stay the protocol's.
+func nameTheFlag(c *cobra.Command, pe *protocol.Error) {
+	field, _ := pe.Details["field"].(string)
+	flag, ok := requestFlags[field]
+	if !ok || c == nil || !c.Flags().Changed(flag) {
+		return
+	}
+	named := "--" + flag
+	if flag != field {
+		named += " (" + field + ")"
+	}
+	switch quoted := fmt.Sprintf("field %q", field); {
+	case strings.Contains(pe.Message, quoted):
+		pe.Message = strings.Replace(pe.Message, quoted, named, 1)
+	case !strings.Contains(pe.Message, "--"+flag):
+		pe.Message = "--" + flag + ": " + pe.Message
+	}
 }

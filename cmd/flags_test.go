@@ -61,3 +61,72 @@ func TestFlagValuesReadPlainly(t *testing.T) {
 		t.Errorf("list --all-runs=maybe: exit %d %s", status, raw)
 	}
 }
+
+// TestFieldErrorsNameTheFlag: a request field refused when a flag gave
+// its value is named by that flag too, in the message only; the same
+// refusal of a request read from stdin names the field alone.
+func TestFieldErrorsNameTheFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if status, _, raw := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: exit %d %s", status, raw)
+	}
+	id := "m_" + strings.Repeat("0", 26)
+	cases := []struct {
+		field     string
+		args      []string
+		byFlag    string
+		stdin     string
+		stdinArgs []string
+		byRequest string
+		code      string
+		exit      int
+	}{
+		{"timeout_seconds", []string{"start", "--timeout", "-5", "--", "sleep", "1"}, `--timeout (timeout_seconds) must be a positive integer or null, got -5`,
+			`{"request": {"argv": ["sleep", "1"], "timeout_seconds": -5}}`, []string{"start"}, `field "timeout_seconds" must be a positive integer or null, got -5`, "invalid_request", 2},
+		{"name", []string{"start", "--name", "m_web", "sleep", "1"}, `--name starts with "m_"`,
+			`{"request": {"argv": ["sleep", "1"], "name": "m_web"}}`, []string{"start"}, `field "name" starts with "m_"`, "invalid_request", 2},
+		{"max_bytes", []string{"exec", "--max-bytes", "2", "--", "true"}, `--max-bytes (max_bytes) must be at least 4`,
+			`{"request": {"argv": ["true"], "max_bytes": 2}}`, []string{"exec"}, `field "max_bytes" must be at least 4`, "invalid_request", 2},
+		{"grace_seconds", []string{"cancel", id, "--grace", "2h"}, `--grace (grace_seconds) must be between 0 and 3600`,
+			`{"request": {"monitor_id": "` + id + `", "grace_seconds": 7200}}`, []string{"cancel"}, `field "grace_seconds" must be between 0 and 3600`, "invalid_request", 2},
+		// A message in its own words is prefixed with the flag.
+		{"text", []string{"wait", id, "--output", ""}, `--output: output condition "text" is empty`,
+			`{"request": {"monitor_id": "` + id + `", "condition": {"kind": "output", "text": ""}}}`, []string{"wait"}, `output condition "text" is empty`, "invalid_condition", 2},
+		{"owner_pid", []string{"run", "new", "--owner-pid", "-3"}, `--owner-pid: owner pid -3 is not a running process`,
+			`{"request": {"owner_pid": -3}}`, []string{"run", "new"}, `owner pid -3 is not a running process`, "invalid_request", 2},
+	}
+	for _, c := range cases {
+		for _, how := range []struct {
+			stdin string
+			args  []string
+			want  string
+		}{{"", c.args, c.byFlag}, {c.stdin, c.stdinArgs, c.byRequest}} {
+			status, resp, raw := runIn(t, dir, how.stdin, how.args...)
+			e, _ := resp["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			details, _ := e["details"].(map[string]any)
+			if status != c.exit || errorCode(resp) != c.code || details["field"] != c.field || !strings.HasPrefix(msg, how.want) {
+				t.Errorf("%v (stdin %q): exit %d %s\nwant exit %d, %s, details.field %q, a message that starts %s", how.args, how.stdin, status, raw, c.exit, c.code, c.field, how.want)
+			}
+		}
+	}
+}
+
+// TestRequestFlagsAreFlags holds requestFlags to the flags the commands
+// have: a flag renamed there would leave its field's errors unnamed.
+func TestRequestFlagsAreFlags(t *testing.T) {
+	have := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.NonInheritedFlags().VisitAll(func(f *pflag.Flag) { have[f.Name] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(testEnv(t.TempDir(), &bytes.Buffer{}, &bytes.Buffer{}), &globals{}))
+	for field, flag := range requestFlags {
+		if !have[flag] {
+			t.Errorf("requestFlags names --%s for %s, a flag no command has", flag, field)
+		}
+	}
+}

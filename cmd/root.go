@@ -113,7 +113,7 @@ func Run(args []string, env *Env) int {
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	err := root.Execute()
+	c, err := root.ExecuteC()
 	if err == nil {
 		return g.exitStatus
 	}
@@ -123,6 +123,7 @@ func Run(args []string, env *Env) int {
 		msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n\nDid you mean this?\n\t", "; did you mean: ")
 		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see procmon --help)", strings.ReplaceAll(msg, "\n\t", ", "))
 	}
+	nameTheFlag(c, pe)
 	if interrupted(pe) {
 		pe.Code = protocol.CodeWaitInterrupted
 	}
