@@ -50,11 +50,12 @@ func chooseFormat(env *Env, g *globals) error {
 }
 
 // palette colours a person's view: on a terminal only, never with
-// NO_COLOR set (https://no-color.org), never when forced into a pipe.
+// NO_COLOR set (https://no-color.org) or on a terminal that says it
+// draws no colour (TERM=dumb), never when forced into a pipe.
 type palette struct{ on bool }
 
 func colours(env *Env, w io.Writer) palette {
-	if env.Getenv("NO_COLOR") != "" {
+	if env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb" {
 		return palette{}
 	}
 	if w == env.Stdout {
