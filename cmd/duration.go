@@ -66,7 +66,8 @@ func parseSeconds(s string) (int64, error) {
 	return int64(d / time.Second), nil
 }
 
-// formatSeconds shows a default the way a person would type it.
+// formatSeconds shows seconds the way a person would type them: a
+// flag's default, a duration in the settings.
 func formatSeconds(n int64) string {
 	s := (time.Duration(n) * time.Second).String()
 	if strings.HasSuffix(s, "m0s") {

@@ -466,15 +466,23 @@ func viewConfigure(b *strings.Builder, p palette, r configureResponse) {
 		}
 		return strconv.FormatInt(*n, 10) + unit
 	}
+	// Durations as --timeout takes them and the flags' defaults show them
+	// (30s, 10m, 1h30m).
+	deadline := func(n *int64) string {
+		if n == nil {
+			return "none"
+		}
+		return formatSeconds(*n)
+	}
 	wd := "none"
 	if sb.WorkDuration != nil {
-		wd = limit(sb.WorkDuration.TimeoutSeconds, " s")
+		wd = deadline(sb.WorkDuration.TimeoutSeconds)
 	}
 	fmt.Fprintf(b, "  work deadline per run   %s\n", wd)
-	fmt.Fprintf(b, "  deadline per service    %s\n", limit(sb.MonitorTimeoutSeconds, " s"))
+	fmt.Fprintf(b, "  deadline per service    %s\n", deadline(sb.MonitorTimeoutSeconds))
 	fmt.Fprintf(b, "  output per service      %s\n", limit(sb.MaxOutputBytes, " bytes"))
 	fmt.Fprintf(b, "  starts per run          %s\n", limit(sb.CommandLimit, ""))
-	fmt.Fprintf(b, "  owner grace             %d s\n", r.Settings.OwnerGraceSeconds())
+	fmt.Fprintf(b, "  owner grace             %s\n", formatSeconds(r.Settings.OwnerGraceSeconds()))
 }
 
 func viewRun(b *strings.Builder, p palette, now time.Time, r *runView) {

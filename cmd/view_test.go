@@ -3,7 +3,9 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -98,5 +100,32 @@ func TestReceiptSummaryCountsProcesses(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("receipt summary %q lacks %q", got, want)
 		}
+	}
+}
+
+// TestConfigureViewShowsDurations: configure --show writes the settings'
+// durations as --timeout takes them, as every other view does.
+func TestConfigureViewShowsDurations(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	body := `{"sandbox": {"mode": "host", "process_monitor": true,
+		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": 5400},
+		"monitor_owner_grace_seconds": 45, "monitor_timeout_seconds": 600,
+		"max_output_bytes": 1000000, "command_limit": 20}}`
+	if status, _, raw := runIn(t, dir, body, "configure"); status != 0 {
+		t.Fatalf("configure: exit %d %s", status, raw)
+	}
+	var out, errOut bytes.Buffer
+	if status := Run([]string{"configure", "--show", "-o", "text"}, testEnv(dir, &out, &errOut)); status != 0 {
+		t.Fatalf("configure --show: exit %d %s", status, errOut.String())
+	}
+	want := "monitors enabled; settings in " + dir + `
+  work deadline per run   1h30m
+  deadline per service    10m
+  output per service      1000000 bytes
+  starts per run          20
+  owner grace             45s
+`
+	if out.String() != want {
+		t.Errorf("configure --show shows\n%s\nwant\n%s", out.String(), want)
 	}
 }
