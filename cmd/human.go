@@ -506,6 +506,17 @@ func truncationNote(r *logsResponse) string {
 	return "(output cut: " + strings.Join(r.Truncation, ", ") + ")"
 }
 
+// followEndNote is the line logs --follow leaves when it stops because
+// the service has ended: how, as its receipt says (exited (0), cancelled
+// (SIGTERM)), or, when its guardian is gone without one, what to do.
+func followEndNote(v monitorView) string {
+	label := labelOf(v.Name, v.MonitorID)
+	if v.Receipt == nil {
+		return fmt.Sprintf("(%s: %s, %s; next: procmon reconcile %s)", label, v.Status, v.Why, v.MonitorID)
+	}
+	return fmt.Sprintf("(%s ended: %s)", label, statusText(v.Status, v.ExitCode, v.Signal, v.Reason))
+}
+
 // age is how long ago a moment in ms was, as a person reads it: 42s,
 // 3m12s, 2h5m, 3d4h.
 func age(now time.Time, ms int64) string {

@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -83,7 +84,9 @@ is always where a character begins. --max-bytes instead reads that many
 bytes of text from the start they chose.
 
 --follow streams the text for a person until the service has ended
-(Ctrl-C stops following; the service keeps running). It starts at the
+(Ctrl-C stops following; the service keeps running). On a terminal it
+then says on stderr how the service ended, as its receipt has it
+("(web ended: exited (0))"); stdout holds the text alone. It starts at the
 last 10 lines unless --tail, --since or --offset says otherwise. It
 writes text only: asked for JSON (--json, -o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
@@ -124,7 +127,13 @@ may show up to a second more than asked, never less.`,
 				if err := checkLogsRequest(req); err != nil {
 					return err
 				}
-				return followLogs(env, req)
+				ended, err := followLogs(env, req)
+				if err == nil && ended != nil && g.human {
+					// Said on stderr, so the text on stdout stays the
+					// service's own.
+					fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(followEndNote(viewOf(ended))))
+				}
+				return err
 			}
 			resp, err := runLogs(env, req)
 			if err != nil {
@@ -204,19 +213,21 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 }
 
 // followLogs writes the redacted stream as text, from the start, until the
-// monitor is terminal and its log read to the end, waking on inotify.
-func followLogs(env *Env, req logsRequest) error {
+// monitor is terminal and its log read to the end, waking on inotify. It
+// returns the observation that ended it then; nil when it was stopped
+// (Ctrl-C) or its reader went away.
+func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The same notices a wait looks again on, subscribed to before the
 	// first look.
 	changes, err := wait.WatchChanges(ctx, ctx, proc.WaitTarget(dir, o.Monitor, env.Now))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer changes.Close()
 	var offset int64
@@ -230,16 +241,16 @@ func followLogs(env *Env, req logsRequest) error {
 	for {
 		o, err := proc.Observe(dir, req.MonitorID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		final := o.OutputEnded()
 		for {
 			w, err := dir.ReadLogWindow(req.MonitorID, &offset, 1<<20, final)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if _, err := env.Stdout.Write([]byte(w.Text)); err != nil {
-				return nil // the reader went away
+				return nil, nil // the reader went away
 			}
 			offset = w.NextOffset
 			if w.NextOffset >= w.StreamBytes || w.IncompleteUTF8 {
@@ -247,16 +258,16 @@ func followLogs(env *Env, req logsRequest) error {
 			}
 		}
 		if final {
-			return nil
+			return o, nil
 		}
 		select {
 		case _, ok := <-changes.C:
 			if !ok {
-				return changes.Err()
+				return nil, changes.Err()
 			}
 		case <-recheck.C:
 		case <-ctx.Done():
-			return nil
+			return nil, nil
 		}
 	}
 }

@@ -129,3 +129,24 @@ func TestConfigureViewShowsDurations(t *testing.T) {
 		t.Errorf("configure --show shows\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestFollowEndNote: the line logs --follow leaves says how the service
+// ended as its receipt says it, or, with no receipt, what to do.
+func TestFollowEndNote(t *testing.T) {
+	code, sig := 3, "SIGTERM"
+	id := "m_0123456789abcdefghij"
+	for _, c := range []struct {
+		v    monitorView
+		want string
+	}{
+		{monitorView{MonitorID: id, Name: "web", Status: state.StatusExited, ExitCode: &code, Reason: "exited", Receipt: &state.Receipt{}}, "(web ended: exited (3))"},
+		{monitorView{MonitorID: id, Status: state.StatusCancelled, Signal: &sig, Reason: "cancel", Receipt: &state.Receipt{}}, "(m_01234567 ended: cancelled (SIGTERM))"},
+		{monitorView{MonitorID: id, Status: state.StatusTimedOut, Reason: "deadline", Receipt: &state.Receipt{}}, "(m_01234567 ended: timed_out (deadline))"},
+		{monitorView{MonitorID: id, Name: "web", Status: state.StatusNeedsReconciliation, Why: "the guardian is gone and left no receipt"},
+			"(web: needs_reconciliation, the guardian is gone and left no receipt; next: procmon reconcile " + id + ")"},
+	} {
+		if got := followEndNote(c.v); got != c.want {
+			t.Errorf("followEndNote = %q, want %q", got, c.want)
+		}
+	}
+}
