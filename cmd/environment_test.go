@@ -24,6 +24,7 @@ var environment = []struct{ name, meaning string }{
 	{"HOME", "Without either, the state directory is `~/.local/state/procmon`."},
 	{"PROCMON_RUN", "The run to act in when `--run` is not given (else the run `default`); `procmon mcp` joins it instead of creating a run."},
 	{"NO_COLOR", "Set and not empty: the view for a person is never coloured."},
+	{"TERM", "`dumb`: the view for a person is never coloured."},
 	{"PATH", "Where `start` and `exec` find a command named without a slash: in the PATH the command will have (procmon's, or `--env PATH=...`), else in `/usr/local/bin:/usr/bin:/bin`."},
 }
 
