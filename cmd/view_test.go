@@ -26,6 +26,7 @@ var hiddenMonitorFields = map[string]string{
 	"owner_grace_ms":       "internal: the length of the ownership window",
 	"max_output_bytes":     "the run's policy, shown by run show",
 	"phase":                "judged into status",
+	"escaped_sessions":     "custody evidence, for reconcile",
 	"ownership_expires_mono_ms": "the window's end on the clock it is judged by, judged into status; " +
 		"ownership_expires_at_ms shows it",
 }
@@ -40,7 +41,8 @@ func TestMonitorViewShowsTheRecord(t *testing.T) {
 		MonitorID: "m_0123456789abcdefghij", RunID: "r_0123456789abcdefghij", Name: "web",
 		Argv: []string{"a", "b"}, Cwd: "/w", CommandOrdinal: 1, BootID: "boot", PID: 2, PGID: 3,
 		ChildStartTicks: 4, GuardianPID: 5, GuardianStartTicks: 6, AdmittedAtMs: 7, StartedAtMs: 8,
-		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnershipExpiresMonoMs: 16, OwnerGraceMs: 11, WorkDeadlineMs: &deadline,
+		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnershipExpiresMonoMs: 16, OwnerGraceMs: 11,
+		EscapedSessions: []state.EscapedSession{{SID: 17, StartTicks: 18}}, WorkDeadlineMs: &deadline,
 		MaxOutputBytes: &limit, Phase: state.PhaseTerminal, CapturedBytes: 12, LogBytes: 13,
 		LogError: "full", LogBytesLost: 14,
 		Receipt: &state.Receipt{

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,6 +401,51 @@ func childrenOf(pid int) []int {
 // leakyService leaves two children in its group behind its own exec, the
 // processes that a guardian lost before its record would leak.
 var leakyService = []string{"start", "--", "sh", "-c", "sleeper & sleeper & exec sleeper"}
+
+// TestFaultsEscapeeAfterGuardianKill kills the guardian of a service whose
+// descendant left its session with setsid (and ignores SIGTERM), once a
+// heartbeat has recorded that session. Out of the guardian's session, the
+// escapee was out of reconcile's sight and outlived it; reconcile now
+// stops the sessions the record names.
+func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
+	l := newFaultLab(t, 3, 20) // heartbeats every second
+	id, m := l.startMonitor("", "start", "--", "forker", "pids.txt")
+	var escapee int
+	for deadline := time.Now().Add(patience); escapee == 0; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(l.state), "work", "pids.txt"))
+		if f := strings.Fields(string(b)); len(f) == 3 {
+			escapee, _ = strconv.Atoi(f[2])
+		} else if time.Now().After(deadline) {
+			t.Fatalf("forker wrote no pids in %v", patience)
+		}
+	}
+	ticks, err := proc.StartTicks(escapee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := d.LoadMonitor(id)
+		if err == nil && slices.Contains(rec.EscapedSessions, state.EscapedSession{SID: escapee, StartTicks: ticks}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat recorded the escapee's session in %v: %+v", patience, rec)
+		}
+	}
+	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
+		t.Fatalf("after its guardian was killed, %s is %s", id, s)
+	}
+	r, _ := l.run("reconcile", "--grace", "1", id)
+	if r.Get("reason").String() != "reconciled" || !r.Get("group_empty_verified").Bool() {
+		t.Fatalf("reconcile answered %s", r.Raw)
+	}
+	if proc.Matches(escapee, ticks) {
+		t.Fatalf("the escapee %d outlived the reconcile of %s: %s", escapee, id, r.Raw)
+	}
+	l.settle()
+}
 
 // TestFaultsWallClockStep steps the wall clock an hour forward, then back,
 // under a running monitor, for its guardian and every command that looks

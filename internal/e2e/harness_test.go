@@ -147,7 +147,7 @@ func leftovers(dir string, waitForExit bool) []string {
 		recorded[m.GuardianPID] = true
 		check("guardian", m.GuardianPID, m.GuardianStartTicks)
 		check("child", m.PID, m.ChildStartTicks)
-		for _, p := range proc.LostMembers(m.GuardianPID, m.GuardianStartTicks) {
+		for _, p := range append(proc.LostMembers(m.GuardianPID, m.GuardianStartTicks), proc.LostEscapees(m.EscapedSessions)...) {
 			check(fmt.Sprintf("session %d member", m.GuardianPID), p.PID, p.StartTicks)
 		}
 	}
@@ -184,7 +184,8 @@ func guardiansOf(dir string) []int {
 
 // killLeftovers kills what a failed test may have left running for the
 // state directory dir: every guardian started for it, and every process
-// of a recorded guardian's session, each checked against its start time.
+// of a recorded guardian's session or of a session it recorded its
+// service made, each checked against its start time.
 func killLeftovers(dir string) {
 	for _, pid := range guardiansOf(dir) {
 		unix.Kill(pid, unix.SIGKILL)

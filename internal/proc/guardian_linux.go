@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -572,7 +573,7 @@ var errLapsed = errors.New("the ownership window lapsed before its renewal was w
 // before its wait, and a monitor shown as needing reconciliation was
 // running again. Should the guardian stall between the check and the
 // write, the lapsed window is put back before the lock is let go.
-func (g *guardian) saveRenewal(until int64) (int64, error) {
+func (g *guardian) saveRenewal(until int64, escaped []state.EscapedSession) (int64, error) {
 	var renewed int64
 	err := g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
 		if err := g.stillOurs(); err != nil {
@@ -585,6 +586,7 @@ func (g *guardian) saveRenewal(until int64) (int64, error) {
 		seq, expires, expiresMono := g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs, g.rec.OwnershipExpiresMonoMs
 		g.rec.HeartbeatSeq++
 		g.rec.SetWindow(nowMs(), mono, g.spec.OwnerGraceMs)
+		g.rec.EscapedSessions = escaped
 		renewed = g.rec.OwnershipExpiresMonoMs
 		g.out.snapshot(g.rec)
 		err := g.dir.SaveMonitor(g.rec, false)
@@ -703,7 +705,7 @@ func (g *guardian) renew() (drainCause, bool) {
 	// names this guardian and that the window has not lapsed. A heartbeat
 	// does not sync the directory: after a crash of the machine, the
 	// record that survives (whole, old or new) is from another boot.
-	renewed, err := g.saveRenewal(until)
+	renewed, err := g.saveRenewal(until, g.escapedSessions())
 	switch {
 	case errors.Is(err, errRevoked):
 		return revoked, false
@@ -721,6 +723,33 @@ func (g *guardian) renew() (drainCause, bool) {
 	g.custodyUntil.Store(renewed)
 	g.noteStateError("heartbeat", err)
 	return drainCause{}, true
+}
+
+// maxEscapedSessions bounds the sessions a record lists: a service that
+// makes more keeps the rest out of reconcile's sight, as one made since
+// the last heartbeat is.
+const maxEscapedSessions = 64
+
+// escapedSessions lists the sessions the service's descendants made with
+// setsid (state.EscapedSession), in the order of their ids. The heartbeat
+// writes them into the record: once the guardian is lost, they are out of
+// its session, the only one reconcile can otherwise find (LostMembers).
+func (g *guardian) escapedSessions() []state.EscapedSession {
+	var out []state.EscapedSession
+	for _, s := range scanDescendants(g.self) {
+		if s.session == g.self || !s.alive() {
+			continue
+		}
+		i := slices.IndexFunc(out, func(e state.EscapedSession) bool { return e.SID == s.session })
+		switch {
+		case i >= 0:
+			out[i].StartTicks = min(out[i].StartTicks, s.startTicks)
+		case len(out) < maxEscapedSessions:
+			out = append(out, state.EscapedSession{SID: s.session, StartTicks: s.startTicks})
+		}
+	}
+	slices.SortFunc(out, func(a, b state.EscapedSession) int { return a.SID - b.SID })
+	return out
 }
 
 // mayPass reports whether err is a write that failed for want of space

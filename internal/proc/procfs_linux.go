@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"procmon/internal/state"
 )
 
 // procStat is what procmon reads of /proc/PID/stat.
@@ -204,11 +206,30 @@ type Member struct {
 // monitor waits for reconcile, which pid_max makes a matter of a pid
 // counter that wrapped meanwhile.
 func LostMembers(guardianPID int, guardianTicks uint64) []Member {
-	if guardianPID <= 1 {
+	return sessionMembers(guardianPID, guardianTicks, false)
+}
+
+// LostEscapees lists what is left of the sessions that a lost guardian
+// recorded its service's descendants had made (state.EscapedSession), by
+// the same rules as LostMembers, their leaders included.
+func LostEscapees(sessions []state.EscapedSession) []Member {
+	var out []Member
+	for _, e := range sessions {
+		out = append(out, sessionMembers(e.SID, e.StartTicks, true)...)
+	}
+	return out
+}
+
+// sessionMembers lists the live processes of session sid that started no
+// earlier than since, and before whatever holds the pid sid now unless
+// that is the leader that started at since; the leader itself only with
+// leader set.
+func sessionMembers(sid int, since uint64, leader bool) []Member {
+	if sid <= 1 {
 		return nil
 	}
 	var before uint64 // 0: no bound
-	if s, err := readStat(guardianPID); err == nil && s.startTicks != guardianTicks {
+	if s, err := readStat(sid); err == nil && s.startTicks != since {
 		before = s.startTicks
 	}
 	d, err := os.Open("/proc")
@@ -220,11 +241,11 @@ func LostMembers(guardianPID int, guardianTicks uint64) []Member {
 	var out []Member
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == guardianPID {
+		if err != nil || pid == sid && !leader {
 			continue
 		}
 		s, err := readStat(pid)
-		if err == nil && s.session == guardianPID && s.alive() && s.startTicks >= guardianTicks && (before == 0 || s.startTicks < before) {
+		if err == nil && s.session == sid && s.alive() && s.startTicks >= since && (before == 0 || s.startTicks < before) {
 			out = append(out, Member{PID: pid, StartTicks: s.startTicks})
 		}
 	}

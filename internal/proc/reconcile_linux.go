@@ -41,15 +41,15 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	if provable(m) {
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
 		var left []Member
-		r.Signals, left = stopLost(m.GuardianPID, m.GuardianStartTicks, graceMs)
+		r.Signals, left = stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions, graceMs)
 		r.GroupEmptyVerified = len(left) == 0
 		for _, p := range left {
 			r.KillUnconfirmed = append(r.KillUnconfirmed, p.PID)
 		}
 		sort.Ints(r.KillUnconfirmed)
 		// Descendants that left the guardian's session (setsid) went out
-		// of sight with the guardian: only the session, which holds the
-		// group, can be verified.
+		// of sight with the guardian: the sessions it recorded are
+		// stopped, but one made since its last heartbeat cannot be seen.
 		r.Containment = state.ContainmentGroupOnly
 		if !r.GroupEmptyVerified {
 			r.Containment = state.ContainmentIncomplete
@@ -89,12 +89,16 @@ func waitGone(members []Member, deadline time.Time) []Member {
 	}
 }
 
-// stopLost stops what is left of a lost guardian's session (see
-// LostMembers): SIGTERM with SIGCONT, the grace, SIGKILL, each wait
-// bounded. It returns the signals sent and what is still there.
-func stopLost(guardianPID int, guardianTicks uint64, graceMs int64) ([]state.SignalEvent, []Member) {
+// stopLost stops what is left of a lost guardian's session and of the
+// sessions it recorded (see LostMembers and LostEscapees): SIGTERM with
+// SIGCONT, the grace, SIGKILL, each wait bounded. It returns the signals
+// sent and what is still there.
+func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSession, graceMs int64) ([]state.SignalEvent, []Member) {
 	signals := []state.SignalEvent{}
-	members := LostMembers(guardianPID, guardianTicks)
+	lost := func() []Member {
+		return append(LostMembers(guardianPID, guardianTicks), LostEscapees(escaped)...)
+	}
+	members := lost()
 	if len(members) > 0 {
 		send := func(sig unix.Signal) {
 			n := 0
@@ -113,7 +117,7 @@ func stopLost(guardianPID int, guardianTicks uint64, graceMs int64) ([]state.Sig
 			waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
 		}
 	}
-	return signals, LostMembers(guardianPID, guardianTicks)
+	return signals, lost()
 }
 
 // provable reports whether what is left of a monitor can be proven to be
@@ -151,7 +155,7 @@ func SweepAbandoned(dir *state.Dir, id string) bool {
 				return false // it recorded the monitor before it died
 			}
 			sid, ticks := mk.SessionOf()
-			if _, left := stopLost(sid, ticks, DefaultDrainGraceMs); len(left) > 0 {
+			if _, left := stopLost(sid, ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
 				return false
 			}
 		}

@@ -72,7 +72,22 @@ type Monitor struct {
 	LogError      string `json:"log_error,omitempty"`
 	LogBytesLost  int64  `json:"log_bytes_lost,omitempty"`
 
+	// EscapedSessions are the sessions that the service's descendants
+	// made with setsid, as the guardian last saw them: out of the
+	// guardian's session, they would be out of reconcile's sight once the
+	// guardian is lost. Written with each heartbeat.
+	EscapedSessions []EscapedSession `json:"escaped_sessions,omitempty"`
+
 	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// EscapedSession is a session made by a descendant of a guardian: its id
+// (its leader's pid) and the start of its leader, or of its earliest
+// member the guardian saw when the leader had gone already. Every member
+// started no earlier, since a session cannot be joined from outside.
+type EscapedSession struct {
+	SID        int    `json:"sid"`
+	StartTicks uint64 `json:"start_ticks"`
 }
 
 // Receipt is the terminal record of a monitor. It holds exit_code when the
@@ -106,9 +121,10 @@ const (
 	// ContainmentComplete: the group and every escaped descendant are
 	// verified gone.
 	ContainmentComplete = "complete"
-	// ContainmentGroupOnly: the group is verified gone; descendants that
-	// left it could not be seen (a reconciled monitor whose guardian was
-	// lost).
+	// ContainmentGroupOnly: the group is verified gone, and the sessions
+	// its descendants made that the guardian recorded; one made since its
+	// last heartbeat could not be seen (a reconciled monitor whose
+	// guardian was lost).
 	ContainmentGroupOnly = "group_only"
 	// ContainmentIncomplete: something may be left; the receipt names it.
 	ContainmentIncomplete = "incomplete"

@@ -101,6 +101,17 @@ func jsonAppendMonitor(b []byte, v *Monitor) []byte {
 		b = append(b, `,"log_bytes_lost":`...)
 		b = protocol.AppendInt(b, v.LogBytesLost)
 	}
+	if len(v.EscapedSessions) > 0 {
+		b = append(b, `,"escaped_sessions":`...)
+		b = append(b, '[')
+		for i0 := range v.EscapedSessions {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonAppendEscapedSession(b, &v.EscapedSessions[i0])
+		}
+		b = append(b, ']')
+	}
 	if v.Receipt != nil {
 		b = append(b, `,"receipt":`...)
 		b = jsonAppendReceipt(b, v.Receipt)
@@ -267,6 +278,8 @@ func jsonDecodeMonitor(r gjson.Result, v *Monitor) bool {
 			return protocol.DecodeString[string](r, &v.LogError)
 		case "log_bytes_lost":
 			return protocol.DecodeInt[int64](r, &v.LogBytesLost)
+		case "escaped_sessions":
+			return protocol.DecodeSlice(r, &v.EscapedSessions, jsonDecodeEscapedSession)
 		case "receipt":
 			return protocol.DecodePointer(r, &v.Receipt, jsonDecodeReceipt)
 		}
@@ -354,6 +367,15 @@ func jsonDecodeEnvelope(r gjson.Result, v *envelope) bool {
 		}
 		return false
 	})
+}
+
+func jsonAppendEscapedSession(b []byte, v *EscapedSession) []byte {
+	b = append(b, '{')
+	b = append(b, `"sid":`...)
+	b = protocol.AppendInt(b, v.SID)
+	b = append(b, `,"start_ticks":`...)
+	b = protocol.AppendUint(b, v.StartTicks)
+	return append(b, '}')
 }
 
 func jsonAppendReceipt(b []byte, v *Receipt) []byte {
@@ -472,6 +494,18 @@ func jsonAppendSandbox(b []byte, v *Sandbox) []byte {
 		b = protocol.AppendInt(b, *v.CommandLimit)
 	}
 	return append(b, '}')
+}
+
+func jsonDecodeEscapedSession(r gjson.Result, v *EscapedSession) bool {
+	return protocol.EachField(r, func(k string, r gjson.Result) bool {
+		switch k {
+		case "sid":
+			return protocol.DecodeInt[int](r, &v.SID)
+		case "start_ticks":
+			return protocol.DecodeUint[uint64](r, &v.StartTicks)
+		}
+		return false
+	})
 }
 
 func jsonDecodeReceipt(r gjson.Result, v *Receipt) bool {
