@@ -159,6 +159,15 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	// os/signal hands a signal to its channels from another goroutine: one
+	// received before the handoff may not be in interrupts yet. Stop
+	// returns only once every signal received so far has been delivered;
+	// late, registered first, keeps one that comes meanwhile from killing
+	// start with the handoff decided but not yet answered.
+	late := make(chan os.Signal, 1)
+	signal.Notify(late, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(late)
+	signal.Stop(interrupts)
 	select {
 	case <-interrupts:
 		return nil, drainInterrupted(dir, m)
@@ -189,7 +198,11 @@ func drainInterrupted(dir *state.Dir, m *state.Monitor) error {
 		o, err = proc.CancelObserved(dir, o, proc.DefaultDrainGraceMs, proc.ExecInterrupted)
 	}
 	if err != nil {
-		return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted after its handoff, and draining %s failed: %v; stop it with: procmon cancel %s", m.Argv[0], m.MonitorID, err, m.MonitorID).
+		next := "procmon cancel " + m.MonitorID
+		if protocol.HasCode(err, protocol.CodeNeedsReconciliation) {
+			next = "procmon reconcile " + m.MonitorID
+		}
+		return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted after its handoff, and draining %s failed: %v; stop it with: %s", m.Argv[0], m.MonitorID, err, next).
 			With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal)
 	}
 	return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted: %s was drained (details.result has its receipt)", m.Argv[0], m.MonitorID).

@@ -1232,3 +1232,28 @@ func TestFaultsExecKilled(t *testing.T) {
 		t.Fatalf("the trace of a killed exec is still there once nothing is left: %v", ids)
 	}
 }
+
+// TestFaultsStartInterruptedOnceHandedOff signals procmon start while it
+// is stopped just before it reads a handoff the guardian has already
+// written: once resumed it reads it at once, and the interrupt, which
+// os/signal delivers to its channel from another goroutine, must still
+// be seen. Each start must answer wait_interrupted and drain.
+func TestFaultsStartInterruptedOnceHandedOff(t *testing.T) {
+	l := newFaultLab(t, 30, 100)
+	for i := 0; i < 20; i++ {
+		c := l.command("start:before_handoff", "start", "--", "sleeper")
+		end := l.background(c)
+		if err := awaitStopped(c.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // the guardian hands off meanwhile
+		unix.Kill(c.Process.Pid, unix.SIGINT)
+		unix.Kill(c.Process.Pid, unix.SIGCONT)
+		r, exited := end()
+		if !exited || r.Get("error.code").String() != string(protocol.CodeWaitInterrupted) {
+			l.settle()
+			t.Fatalf("start %d, interrupted, answered %s (exited %v): want wait_interrupted", i, r.Raw, exited)
+		}
+	}
+	l.settle()
+}
