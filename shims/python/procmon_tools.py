@@ -113,9 +113,21 @@ def start_process(
     ``monitor_id``; ``pid`` and ``pgid`` are informational. On
     KeyboardInterrupt procmon is sent SIGINT: it drains the service it
     started, so none runs on that no answer named, and the interrupt
-    propagates.
+    propagates. Should procmon have answered first, the service it named
+    is cancelled before the interrupt propagates.
     """
-    return _call("start", request, run=run, binary=binary, env=env, interruptible=True, bounded=True)
+    try:
+        return _call("start", request, run=run, binary=binary, env=env, interruptible=True, bounded=True)
+    except KeyboardInterrupt as interrupt:
+        # procmon answered before the interrupt reached it: the service
+        # runs, and no answer will name it to the caller, so it is stopped.
+        handoff = _json_object(getattr(interrupt, "procmon_answer", ""))
+        if handoff.get("status") == "running" and isinstance(handoff.get("monitor_id"), str):
+            try:
+                cancel_process({"monitor_id": handoff["monitor_id"]}, run=run, binary=binary, env=env)
+            except ProcmonError:
+                pass
+        raise
 
 
 def wait_process(
@@ -359,21 +371,34 @@ def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str], timeo
             child.kill()
             child.wait()
             raise
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             # A Ctrl-C at a terminal has reached procmon already; an
-            # interrupt raised in this process alone has not.
+            # interrupt raised in this process alone has not. procmon's
+            # answer goes with the interrupt (procmon_answer): one that came
+            # first may name a service that now runs.
+            answer = ""
             try:
                 if child.poll() is None:
                     child.send_signal(signal.SIGINT)
-                child.communicate(timeout=INTERRUPT_ANSWER_SECONDS)
+                answer, _ = child.communicate(timeout=INTERRUPT_ANSWER_SECONDS)
             except subprocess.TimeoutExpired:
                 pass
             finally:
                 if child.poll() is None:
                     child.kill()
                     child.wait()
+            interrupt.procmon_answer = answer or ""
             raise
     return child.returncode, stdout, stderr
+
+
+def _json_object(text: str) -> Dict[str, Any]:
+    """The JSON object text holds, or an empty dict."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _decode(subcommand: str, status: int, stdout: str, stderr: str) -> Dict[str, Any]:

@@ -325,11 +325,18 @@ class InterruptedStartTest(unittest.TestCase):
     """
 
     STAND_IN = """#!{python}
-import signal, sys, time
+import json, signal, sys, time
 from pathlib import Path
-sys.stdin.read()
+request = sys.stdin.read()
+if sys.argv[1] == "cancel":
+    Path({cancelled!r}).write_text(json.loads(request)["request"]["monitor_id"])
+    print('{{"monitor_id":"m_00000000000000000000","status":"cancelled"}}')
+    sys.exit(0)
 def answer(signum, frame):
     Path({marker!r}).write_text(signal.Signals(signum).name)
+    if {running!r}:
+        print('{{"monitor_id":"m_00000000000000000000","status":"running"}}')
+        sys.exit(0)
     print('{{"error":{{"code":"wait_interrupted","message":"start was interrupted","details":{{}}}}}}')
     sys.exit(130)
 signal.signal(signal.SIGINT, answer)
@@ -338,14 +345,26 @@ time.sleep(60)
 """
 
     def test_interrupted_start_is_sent_sigint(self):
+        self.assertEqual(self._interrupt_start(running=False), ("SIGINT", None))
+
+    def test_start_answered_before_the_interrupt_is_cancelled(self):
+        # procmon answered running just as the interrupt came: the caller
+        # never sees the answer, so the shim stops the service it names.
+        self.assertEqual(self._interrupt_start(running=True), ("SIGINT", "m_00000000000000000000"))
+
+    def _interrupt_start(self, running):
+        """Interrupt a start_process of the stand-in; return the signal it
+        got and the monitor it was asked to cancel, if any."""
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         self.addCleanup(signal.signal, signal.SIGINT, previous)
         work = tempfile.TemporaryDirectory(prefix="procmon-shim-")
         self.addCleanup(work.cleanup)
         marker, ready = os.path.join(work.name, "signal"), os.path.join(work.name, "ready")
+        cancelled = os.path.join(work.name, "cancelled")
         stand_in = os.path.join(work.name, "procmon")
         with open(stand_in, "w", encoding="utf-8") as f:
-            f.write(self.STAND_IN.format(python=sys.executable, marker=marker, ready=ready))
+            f.write(self.STAND_IN.format(python=sys.executable, marker=marker, ready=ready,
+                                         cancelled=cancelled, running=running))
         os.chmod(stand_in, 0o700)
 
         def interrupt():
@@ -360,7 +379,11 @@ time.sleep(60)
             start_process({"argv": SLEEPER}, binary=stand_in)
         interrupter.join(PATIENCE_SECONDS)
         with open(marker, encoding="utf-8") as f:
-            self.assertEqual(f.read(), "SIGINT")
+            got = f.read()
+        if not os.path.exists(cancelled):
+            return got, None
+        with open(cancelled, encoding="utf-8") as f:
+            return got, f.read()
 
 
 class ErrorTest(ProcmonToolsTest):
