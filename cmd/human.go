@@ -335,8 +335,9 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse) {
 	}
 }
 
-// table aligns columns by their visible width, so that colour codes never
-// shift a column. Only the status column is painted.
+// table aligns columns by the cells they take on a terminal, so that
+// neither colour codes nor wide characters shift a column. Only the
+// status column is painted.
 type table struct {
 	header []string
 	rows   [][]string
@@ -352,12 +353,12 @@ func (t *table) write(b *strings.Builder) {
 	widths := make([]int, len(t.header))
 	for _, r := range append([][]string{t.header}, t.rows...) {
 		for i, c := range r {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			widths[i] = max(widths[i], cellWidth(c))
 		}
 	}
 	line := func(cells []string, paint func(string) string) {
 		for i, c := range cells {
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			pad := strings.Repeat(" ", widths[i]-cellWidth(c))
 			if i == 2 && paint != nil {
 				c = paint(c)
 			}

@@ -152,3 +152,49 @@ func TestFollowEndNote(t *testing.T) {
 		}
 	}
 }
+
+// TestTableAlignsWideCharacters: a column lines up by the cells its text
+// takes on a terminal, so a name in kana (two cells a character) or with
+// a combining accent (none) shifts no column after it.
+func TestTableAlignsWideCharacters(t *testing.T) {
+	tb := table{header: []string{"MONITOR", "NAME", "AGE", "ARGV"}}
+	for _, row := range [][]string{
+		{"m_1", quoteArg("ウェブ"), "1s", "sleep 1"},
+		{"m_2", quoteArg("cafe\u0301"), "2s", "sleep 2"},
+		{"m_3", "web", "3s", "sleep 3"},
+	} {
+		tb.add(row, nil)
+	}
+	var b strings.Builder
+	tb.write(&b)
+	want := "" +
+		"MONITOR  NAME      AGE  ARGV\n" +
+		"m_1      'ウェブ'  1s   sleep 1\n" +
+		"m_2      'cafe\u0301'    2s   sleep 2\n" +
+		"m_3      web       3s   sleep 3\n"
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestCellWidth counts as a terminal does: two cells for a wide or fullwidth
+// character, none for a combining mark.
+func TestCellWidth(t *testing.T) {
+	for s, want := range map[string]int{
+		"":                   0,
+		"web":                3,
+		"ウェブ":                6,
+		"服务器":                6,
+		"ｗｅｂ":                6, // fullwidth latin
+		"ｳｪﾌﾞ":               4, // halfwidth katakana
+		"cafe\u0301":         4,
+		"한국어":                6,
+		"\u1100\u1161\u11a8": 2, // a syllable of conjoining jamo
+		"😀":                  2,
+		"…":                  1,
+	} {
+		if got := cellWidth(s); got != want {
+			t.Errorf("cellWidth(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
