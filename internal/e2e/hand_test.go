@@ -20,21 +20,30 @@ import (
 // variables procmon reads, and PATH to find procmon and the fake children.
 var terminalEnv = []string{"PATH", "HOME", "PROCMON_STATE_DIR", "XDG_STATE_HOME", "PROCMON_RUN", "NO_COLOR"}
 
-// pty [-status N] [NAME=VALUE...] PROG ARGS... runs a program with its
-// stdin and stdout on a pseudo-terminal, as a person at a terminal runs
-// it, and its stderr on a pipe. What the terminal showed becomes stdout
+// pty [-status N] [-cols N] [NAME=VALUE...] PROG ARGS... runs a program
+// with its stdin and stdout on a pseudo-terminal, as a person at a
+// terminal runs it, and its stderr on a pipe. The terminal is 120
+// columns wide, or N with -cols. What the terminal showed becomes stdout
 // (the terminal's \r\n line ends read back as \n; a lone \r, as a
 // progress line draws, is kept), stderr stays stderr. It fails unless the
 // program exits 0, or N with -status, or non-zero with !. NAME=VALUE sets
 // a variable for the program alone; NAME= unsets it.
 func cmdPty(ts *testscript.TestScript, neg bool, args []string) {
-	want := -1
+	const usage = "usage: pty [-status N] [-cols N] [NAME=VALUE...] PROG ARGS..."
+	want, cols := -1, 120
 	if len(args) >= 2 && args[0] == "-status" {
 		n, err := strconv.Atoi(args[1])
 		if err != nil || neg {
-			ts.Fatalf("usage: pty [-status N] [NAME=VALUE...] PROG ARGS...")
+			ts.Fatalf(usage)
 		}
 		want, args = n, args[2:]
+	}
+	if len(args) >= 2 && args[0] == "-cols" {
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n <= 0 || n > 0xffff {
+			ts.Fatalf(usage)
+		}
+		cols, args = n, args[2:]
 	}
 	vars := map[string]string{"TERM": "xterm"}
 	for _, k := range terminalEnv {
@@ -48,7 +57,7 @@ func cmdPty(ts *testscript.TestScript, neg bool, args []string) {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		ts.Fatalf("usage: pty [-status N] [NAME=VALUE...] PROG ARGS...")
+		ts.Fatalf(usage)
 	}
 	prog := lookPath(ts.Getenv("PATH"), args[0])
 	if prog == "" {
@@ -67,7 +76,7 @@ func cmdPty(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("pty: %v", err)
 	}
 	defer terminal.Close()
-	pty.Setsize(terminal, &pty.Winsize{Rows: 24, Cols: 120})
+	pty.Setsize(terminal, &pty.Winsize{Rows: 24, Cols: uint16(cols)})
 	var stderr bytes.Buffer
 	c.Stdin, c.Stdout, c.Stderr = tty, tty, &stderr
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
