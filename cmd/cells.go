@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/width"
 )
@@ -36,4 +37,26 @@ func runeCellWidth(r rune) int {
 		return 2
 	}
 	return 1
+}
+
+// ellipsis ends text cut short.
+const ellipsis = "…"
+
+// cutToWidth cuts s to at most width cells, ending what is cut with an
+// ellipsis; s as it is when it fits.
+func cutToWidth(s string, width int) string {
+	if cellWidth(s) <= width {
+		return s
+	}
+	room := width - cellWidth(ellipsis)
+	end := 0
+	for end < len(s) {
+		r, size := utf8.DecodeRuneInString(s[end:])
+		if runeCellWidth(r) > room {
+			break
+		}
+		room -= runeCellWidth(r)
+		end += size
+	}
+	return s[:end] + ellipsis
 }

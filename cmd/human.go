@@ -49,6 +49,26 @@ func chooseFormat(env *Env, g *globals) error {
 	return nil
 }
 
+// viewWidth is how many cells a row of a table may take: the width of
+// the terminal on stdout; else $COLUMNS, as watch sets it for the command
+// it runs; else 80 on a terminal that does not say. In a pipe (-o text)
+// without $COLUMNS it is 0, any width: the text goes to a file, a pager
+// or grep, which want it whole.
+func viewWidth(env *Env) int {
+	if f, ok := env.Stdout.(*os.File); ok {
+		if n := terminalColumns(f); n > 0 {
+			return n
+		}
+	}
+	if n, err := strconv.Atoi(env.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if env.StdoutIsTerminal {
+		return 80
+	}
+	return 0
+}
+
 // palette colours a person's view: on a terminal only, never with
 // NO_COLOR set (https://no-color.org) or on a terminal that says it
 // draws no colour (TERM=dumb), never when forced into a pipe.
@@ -103,7 +123,7 @@ func render(env *Env, g *globals, v any) error {
 	case *monitorView:
 		viewMonitor(&b, p, now, r)
 	case listResponse:
-		viewList(&b, p, now, r)
+		viewList(&b, p, now, r, viewWidth(env))
 	case *logsResponse:
 		// The text as it was printed; what is cut goes to stderr, so the
 		// text itself stays the service's own.
@@ -309,13 +329,16 @@ func viewReceipt(b *strings.Builder, p palette, r receiptView) {
 	}
 }
 
-func viewList(b *strings.Builder, p palette, now time.Time, r listResponse) {
+func viewList(b *strings.Builder, p palette, now time.Time, r listResponse, width int) {
 	ids := make([]string, 0, len(r.Monitors))
 	for _, row := range r.Monitors {
 		ids = append(ids, row.MonitorID)
 	}
 	short := uniquePrefixes(ids, shortIDLen)
-	t := table{header: []string{"MONITOR", "RUN", "STATUS", "NAME", "AGE", "ARGV"}}
+	t := table{
+		header:   []string{"MONITOR", "RUN", "STATUS", "NAME", "AGE", "ARGV"},
+		cuttable: []bool{false, false, false, true, false, true},
+	}
 	for i, row := range r.Monitors {
 		if row.Error != nil {
 			t.add([]string{short[i], "-", string(row.Error.Code), "-", "-", row.Error.Message}, p.red)
@@ -329,7 +352,7 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse) {
 		}
 		t.add([]string{short[i], v.RunID, status, dash(nameText(v.Name)), age(now, v.StartedAtMs), shellQuote(v.Argv)}, paint)
 	}
-	t.write(b)
+	t.write(b, width)
 	if len(r.Monitors) == 0 {
 		fmt.Fprintf(b, "%s\n", p.dim("no monitors; start one with: procmon start COMMAND [ARGS...]"))
 	}
@@ -340,8 +363,12 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse) {
 // status column is painted.
 type table struct {
 	header []string
-	rows   [][]string
-	paints []func(string) string
+	// cuttable marks the columns of free text (a command line, a name),
+	// which may be cut to fit a row on the terminal; ids, statuses and
+	// times never are.
+	cuttable []bool
+	rows     [][]string
+	paints   []func(string) string
 }
 
 func (t *table) add(cells []string, paint func(string) string) {
@@ -349,15 +376,25 @@ func (t *table) add(cells []string, paint func(string) string) {
 	t.paints = append(t.paints, paint)
 }
 
-func (t *table) write(b *strings.Builder) {
+// columnGap is the space between two columns.
+const columnGap = "  "
+
+// write writes the table with rows of at most width cells (any width for
+// 0): a row that would not fit has its free text cut, rather than wrap
+// and break every column after it.
+func (t *table) write(b *strings.Builder, width int) {
 	widths := make([]int, len(t.header))
 	for _, r := range append([][]string{t.header}, t.rows...) {
 		for i, c := range r {
 			widths[i] = max(widths[i], cellWidth(c))
 		}
 	}
+	if width > 0 {
+		t.fit(widths, width)
+	}
 	line := func(cells []string, paint func(string) string) {
 		for i, c := range cells {
+			c = cutToWidth(c, widths[i])
 			pad := strings.Repeat(" ", widths[i]-cellWidth(c))
 			if i == 2 && paint != nil {
 				c = paint(c)
@@ -366,13 +403,49 @@ func (t *table) write(b *strings.Builder) {
 				b.WriteString(c)
 				break
 			}
-			b.WriteString(c + pad + "  ")
+			b.WriteString(c + pad + columnGap)
 		}
 		b.WriteString("\n")
 	}
 	line(t.header, nil)
 	for i, r := range t.rows {
 		line(r, t.paints[i])
+	}
+}
+
+// fit narrows the cuttable columns until a row takes at most width
+// cells: always the widest of them (the command line, usually) and none
+// below its title. When that is not enough (a terminal narrower than
+// the ids and statuses), the rows wrap.
+func (t *table) fit(widths []int, width int) {
+	over := len(columnGap) * (len(widths) - 1)
+	for _, w := range widths {
+		over += w
+	}
+	over -= width
+	for over > 0 {
+		widest, next := -1, 0
+		for i, w := range widths {
+			if i >= len(t.cuttable) || !t.cuttable[i] || w <= cellWidth(t.header[i]) {
+				continue
+			}
+			if widest < 0 || w > widths[widest] {
+				if widest >= 0 {
+					next = max(next, widths[widest])
+				}
+				widest = i
+			} else {
+				next = max(next, w)
+			}
+		}
+		if widest < 0 {
+			return
+		}
+		// Down to the next widest (or the title) in one step; columns
+		// equally wide are narrowed by turns.
+		cut := min(over, max(1, widths[widest]-max(next, cellWidth(t.header[widest]))))
+		widths[widest] -= cut
+		over -= cut
 	}
 }
 

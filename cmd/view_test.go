@@ -166,7 +166,7 @@ func TestTableAlignsWideCharacters(t *testing.T) {
 		tb.add(row, nil)
 	}
 	var b strings.Builder
-	tb.write(&b)
+	tb.write(&b, 0)
 	want := "" +
 		"MONITOR  NAME      AGE  ARGV\n" +
 		"m_1      'ウェブ'  1s   sleep 1\n" +
@@ -195,6 +195,111 @@ func TestCellWidth(t *testing.T) {
 	} {
 		if got := cellWidth(s); got != want {
 			t.Errorf("cellWidth(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestTableFitsWidth: a row wider than the terminal has its widest free
+// text cut with an ellipsis, a command line before a name, and never an
+// id, a status or a time; at any width a table without a limit is whole.
+func TestTableFitsWidth(t *testing.T) {
+	long := shellQuote([]string{"sh", "-c", "echo 服务器已启动 && sleep 600 # and on past the edge"})
+	tb := table{
+		header:   []string{"MONITOR", "STATUS", "NAME", "AGE", "ARGV"},
+		cuttable: []bool{false, false, true, false, true},
+	}
+	tb.add([]string{"m_1", "running", quoteArg("ウェブサーバー"), "1s", long}, nil)
+	tb.add([]string{"m_22", "exited (0)", "web", "2m05s", "sleep 1"}, nil)
+	for _, c := range []struct {
+		width int
+		want  string
+	}{
+		{0, "" +
+			"MONITOR  STATUS      NAME              AGE    ARGV\n" +
+			"m_1      running     'ウェブサーバー'  1s     " + long + "\n" +
+			"m_22     exited (0)  web               2m05s  sleep 1\n"},
+		// The command is cut first, then both by turns once it is no
+		// wider than the name.
+		{70, "" +
+			"MONITOR  STATUS      NAME              AGE    ARGV\n" +
+			"m_1      running     'ウェブサーバー'  1s     sh -c 'echo 服务器已启…\n" +
+			"m_22     exited (0)  web               2m05s  sleep 1\n"},
+		{60, "" +
+			"MONITOR  STATUS      NAME             AGE    ARGV\n" +
+			"m_1      running     'ウェブサーバ…   1s     sh -c 'echo 服…\n" +
+			"m_22     exited (0)  web              2m05s  sleep 1\n"},
+		{50, "" +
+			"MONITOR  STATUS      NAME        AGE    ARGV\n" +
+			"m_1      running     'ウェブサ…  1s     sh -c 'ec…\n" +
+			"m_22     exited (0)  web         2m05s  sleep 1\n"},
+		// Narrower than what is never cut: the rows wrap.
+		{20, "" +
+			"MONITOR  STATUS      NAME  AGE    ARGV\n" +
+			"m_1      running     'ウ…  1s     sh …\n" +
+			"m_22     exited (0)  web   2m05s  sle…\n"},
+	} {
+		var b strings.Builder
+		tb.write(&b, c.width)
+		if b.String() != c.want {
+			t.Errorf("width %d:\n%s\nwant:\n%s", c.width, b.String(), c.want)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			if c.width >= 40 && cellWidth(l) > c.width {
+				t.Errorf("width %d: %q takes %d cells", c.width, l, cellWidth(l))
+			}
+		}
+	}
+}
+
+// TestCutToWidth cuts by cells, never inside a character, and keeps a
+// combining mark with the character it marks.
+func TestCutToWidth(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"sleep 600", 9, "sleep 600"},
+		{"sleep 600", 8, "sleep 6…"},
+		{"ウェブ", 6, "ウェブ"},
+		{"ウェブ", 5, "ウェ…"},
+		{"ウェブ", 4, "ウ…"},
+		{"cafe\u0301s", 5, "cafe\u0301s"},
+		{"cafe\u0301s", 4, "caf…"},
+		{"xcafe\u0301s", 5, "xcaf…"},
+		{"cafe\u0301 au lait", 6, "cafe\u0301 …"},
+	} {
+		if got := cutToWidth(c.in, c.width); got != c.want {
+			t.Errorf("cutToWidth(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		}
+	}
+}
+
+// TestViewWidth: a table fits the terminal it is shown on; where that
+// says nothing, $COLUMNS or 80; in a pipe without $COLUMNS, any width.
+func TestViewWidth(t *testing.T) {
+	for _, c := range []struct {
+		columns  string
+		terminal bool
+		want     int
+	}{
+		{"", false, 0},
+		{"", true, 80},
+		{"100", false, 100},
+		{"100", true, 100},
+		{"wide", true, 80},
+		{"-3", false, 0},
+	} {
+		env := testEnv(t.TempDir(), &strings.Builder{}, &strings.Builder{})
+		env.StdoutIsTerminal = c.terminal
+		env.Getenv = func(k string) string {
+			if k == "COLUMNS" {
+				return c.columns
+			}
+			return ""
+		}
+		if got := viewWidth(env); got != c.want {
+			t.Errorf("COLUMNS=%q on a terminal %v: width %d, want %d", c.columns, c.terminal, got, c.want)
 		}
 	}
 }
