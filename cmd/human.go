@@ -166,18 +166,53 @@ func render(env *Env, g *globals, v any) error {
 			b.WriteString("no runs yet; the first start makes the run \"default\"\n")
 		}
 	case *runEndResponse:
-		fmt.Fprintf(&b, "run %s ended; it starts nothing more\n", r.RunID)
-		for _, rv := range r.Monitors {
-			viewReceipt(&b, p, rv)
-		}
-		for _, e := range r.Errors {
-			fmt.Fprintf(&b, "%s  %s: %s\n", e.MonitorID, p.red(string(e.Error.Code)), e.Error.Message)
-		}
+		viewRunEnd(&b, p, r)
 	default:
 		return protocol.WriteJSON(w, v, true)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// viewRunEnd shows what ending the run did: the receipts of the monitors
+// it drained, and only a count of those that had ended before, which
+// may be every monitor the run ever started.
+func viewRunEnd(b *strings.Builder, p palette, r *runEndResponse) {
+	fmt.Fprintf(b, "run %s ended; it starts nothing more\n", r.RunID)
+	endedBefore := 0
+	for _, rv := range r.Monitors {
+		if r.drained[rv.MonitorID] {
+			viewReceipt(b, p, rv)
+		} else {
+			endedBefore++
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(b, "%s  %s: %s\n", e.MonitorID, p.red(string(e.Error.Code)), e.Error.Message)
+	}
+	if endedBefore == 0 {
+		if len(r.Monitors)+len(r.Errors) == 0 {
+			b.WriteString("it had no monitors\n")
+		}
+		return
+	}
+	switch {
+	case endedBefore == len(r.Monitors) && len(r.Errors) == 0:
+		fmt.Fprintf(b, "nothing was running: %s had already ended", count(endedBefore, "monitor", "monitors"))
+	case endedBefore == 1:
+		b.WriteString("1 other had already ended")
+	default:
+		fmt.Fprintf(b, "%d others had already ended", endedBefore)
+	}
+	fmt.Fprintf(b, "%s\n", p.dim("; procmon list --run "+r.RunID+" shows them"))
+}
+
+// count is n things, in words.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // viewExec is a foreground command's result as a person reads it: what it

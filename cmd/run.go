@@ -107,6 +107,10 @@ type runEndResponse struct {
 	EndedAtMs int64         `json:"ended_at_ms"`
 	Monitors  []receiptView `json:"monitors"`
 	Errors    []listRow     `json:"errors,omitempty"`
+	// drained marks the monitors this end drained. A person is shown
+	// their receipts and only a count of the rest, which had ended
+	// before; the JSON lists every receipt alike.
+	drained map[string]bool
 }
 
 func newRunEndCmd(env *Env, g *globals) *cobra.Command {
@@ -145,9 +149,12 @@ func runEnd(env *Env, id string) (*runEndResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := &runEndResponse{RunID: id, EndedAtMs: *ended.Run.EndedAtMs, Monitors: []receiptView{}}
-	for _, o := range ended.Drained {
-		resp.Monitors = append(resp.Monitors, receiptOf(o))
+	resp := &runEndResponse{RunID: id, EndedAtMs: *ended.Run.EndedAtMs, Monitors: []receiptView{}, drained: map[string]bool{}}
+	for _, m := range ended.Monitors {
+		resp.Monitors = append(resp.Monitors, receiptOf(m.Observation))
+		if m.Drained {
+			resp.drained[m.Monitor.MonitorID] = true
+		}
 	}
 	for _, f := range ended.Failed {
 		resp.Errors = append(resp.Errors, errorRow(f.MonitorID, f.Err))

@@ -303,3 +303,50 @@ func TestViewWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestViewRunEnd: run end shows the receipts of what it drained and
+// counts the rest, however many the run started; its JSON is every
+// receipt alike, and nothing of what the view leaves out.
+func TestViewRunEnd(t *testing.T) {
+	receipt := func(id, status string) receiptView {
+		return receiptView{MonitorID: id, Receipt: &state.Receipt{Status: status, Reason: status, GroupEmptyVerified: true}}
+	}
+	r := &runEndResponse{RunID: "r_1", Monitors: []receiptView{receipt("m_old1", "exited"), receipt("m_live", "cancelled"), receipt("m_old2", "exited")}, drained: map[string]bool{"m_live": true}}
+	var b strings.Builder
+	viewRunEnd(&b, palette{}, r)
+	want := "" +
+		"run r_1 ended; it starts nothing more\n" +
+		"m_live  cancelled\n" +
+		"  reason cancelled, group empty (verified)\n" +
+		"2 others had already ended; procmon list --run r_1 shows them\n"
+	if b.String() != want {
+		t.Errorf("run end:\n%s\nwant:\n%s", b.String(), want)
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m_old1", "m_live", "m_old2"} {
+		if !strings.Contains(string(data), `"monitor_id":"`+id+`"`) {
+			t.Errorf("the JSON leaves out %s: %s", id, data)
+		}
+	}
+	if strings.Contains(string(data), `"drained"`) {
+		t.Errorf("the JSON tells what only the view needs: %s", data)
+	}
+
+	for _, c := range []struct {
+		drained map[string]bool
+		want    string
+	}{
+		{map[string]bool{"m_old1": true, "m_live": true}, "1 other had already ended; "},
+		{map[string]bool{}, "nothing was running: 3 monitors had already ended; "},
+	} {
+		r.drained = c.drained
+		b.Reset()
+		viewRunEnd(&b, palette{}, r)
+		if !strings.Contains(b.String(), "\n"+c.want) {
+			t.Errorf("run end:\n%s\nwant a line starting %q", b.String(), c.want)
+		}
+	}
+}

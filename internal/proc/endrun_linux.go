@@ -10,9 +10,17 @@ import (
 
 // RunEnded is what ending a run did.
 type RunEnded struct {
-	Run     *state.Run
-	Drained []*Observation // the monitors drained, with their receipts
-	Failed  []MonitorError // the monitors whose custody is unverified
+	Run      *state.Run
+	Monitors []EndedMonitor // the run's monitors with their receipts, as each came to rest
+	Failed   []MonitorError // the monitors whose custody is unverified
+}
+
+// EndedMonitor is one monitor of an ended run, with its receipt.
+type EndedMonitor struct {
+	*Observation
+	// Drained is true for a monitor the end drained, false for one that
+	// had ended before the end came to it.
+	Drained bool
 }
 
 // MonitorError is why one monitor of several could not be acted on.
@@ -61,14 +69,20 @@ func EndRun(dir *state.Dir, id string, nowMs int64) (*RunEnded, error) {
 					return
 				}
 			}
-			drained, err := Cancel(dir, mid, DefaultDrainGraceMs, "run_ended")
+			// Cancel, with a look between its observation and its drain
+			// to tell what this end drains from what had ended before.
+			o, err := Observe(dir, mid)
+			drained := err == nil && !o.Terminal()
+			if err == nil {
+				o, err = CancelObserved(dir, o, DefaultDrainGraceMs, "run_ended")
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				ended.Failed = append(ended.Failed, MonitorError{mid, err})
 				return
 			}
-			ended.Drained = append(ended.Drained, drained)
+			ended.Monitors = append(ended.Monitors, EndedMonitor{o, drained})
 		}()
 	}
 	wg.Wait()
