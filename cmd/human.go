@@ -159,12 +159,7 @@ func render(env *Env, g *globals, v any) error {
 	case *runView:
 		viewRun(&b, p, now, r)
 	case runListResponse:
-		for i := range r.Runs {
-			viewRun(&b, p, now, &r.Runs[i])
-		}
-		if len(r.Runs) == 0 {
-			b.WriteString("no runs yet; the first start makes the run \"default\"\n")
-		}
+		viewRunList(&b, now, r, viewWidth(env))
 	case *runEndResponse:
 		viewRunEnd(&b, p, r)
 	default:
@@ -595,15 +590,41 @@ func viewConfigure(b *strings.Builder, p palette, r configureResponse) {
 }
 
 func viewRun(b *strings.Builder, p palette, now time.Time, r *runView) {
-	activity := "active"
-	if r.EndedAtMs != nil {
-		activity = "ended (" + r.EndReason + ")"
-	}
 	limit := "no limit"
 	if l := r.Policy.Sandbox.CommandLimit; l != nil {
 		limit = "of " + strconv.FormatInt(*l, 10)
 	}
-	fmt.Fprintf(b, "run %s  %s  created %s ago, %d starts used %s\n", p.bold(r.RunID), activity, age(now, r.CreatedAtMs), r.BudgetUsed, limit)
+	fmt.Fprintf(b, "run %s  %s  created %s ago, %d starts used %s\n", p.bold(r.RunID), runActivity(r), age(now, r.CreatedAtMs), r.BudgetUsed, limit)
+}
+
+// viewRunList is a table of runs, one a row, so that an ended run (whose
+// status says why) shifts no column of the next.
+func viewRunList(b *strings.Builder, now time.Time, r runListResponse, width int) {
+	if len(r.Runs) == 0 {
+		b.WriteString("no runs yet; the first start makes the run \"default\"\n")
+		return
+	}
+	t := table{header: []string{"RUN", "STATUS", "AGE", "STARTS"}}
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		t.add([]string{run.RunID, runActivity(run), age(now, run.CreatedAtMs), runStarts(run)}, nil)
+	}
+	t.write(b, width)
+}
+
+func runActivity(r *runView) string {
+	if r.EndedAtMs != nil {
+		return "ended (" + r.EndReason + ")"
+	}
+	return "active"
+}
+
+// runStarts is how much of its budget of starts a run has used.
+func runStarts(r *runView) string {
+	if l := r.Policy.Sandbox.CommandLimit; l != nil {
+		return fmt.Sprintf("%d of %d", r.BudgetUsed, *l)
+	}
+	return fmt.Sprintf("%d, no limit", r.BudgetUsed)
 }
 
 func truncationNote(r *logsResponse) string {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"procmon/internal/proc"
 	"procmon/internal/state"
@@ -348,5 +349,31 @@ func TestViewRunEnd(t *testing.T) {
 		if !strings.Contains(b.String(), "\n"+c.want) {
 			t.Errorf("run end:\n%s\nwant a line starting %q", b.String(), c.want)
 		}
+	}
+}
+
+// TestViewRunList: runs are a table, so that an ended run, whose status
+// says why it ended, shifts no column of the runs after it.
+func TestViewRunList(t *testing.T) {
+	now := time.UnixMilli(100_000)
+	limit, ended := int64(20), int64(90_000)
+	run := func(id string, endedAt *int64, reason string, l *int64) runView {
+		r := &state.Run{RunID: id, CreatedAtMs: 40_000, EndedAtMs: endedAt, EndReason: reason}
+		r.Policy.Sandbox.CommandLimit = l
+		return runView{Run: r, BudgetUsed: 3}
+	}
+	var b strings.Builder
+	viewRunList(&b, now, runListResponse{Runs: []runView{
+		run("default", nil, "", &limit),
+		run("r_0123456789abcdefghijklmnop", &ended, "owner_exited", &limit),
+		run("r_qrstuvwxyz0123456789abcdef", nil, "", nil),
+	}}, 80)
+	want := "" +
+		"RUN                           STATUS                AGE    STARTS\n" +
+		"default                       active                1m00s  3 of 20\n" +
+		"r_0123456789abcdefghijklmnop  ended (owner_exited)  1m00s  3 of 20\n" +
+		"r_qrstuvwxyz0123456789abcdef  active                1m00s  3, no limit\n"
+	if b.String() != want {
+		t.Errorf("run list:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
