@@ -42,9 +42,7 @@ func showProgress(env *Env, id string, cond wait.Condition) (stop func()) {
 			if seen, status, ok := progressOf(env, id); ok {
 				line += fmt.Sprintf(": %s of output, %s", byteCount(seen), status)
 			}
-			if len(line) > width-1 {
-				line = line[:width-1]
-			}
+			line = cutToWidth(line, width-1)
 			io.WriteString(env.Stdout, clearLine+line)
 			select {
 			case <-done:
