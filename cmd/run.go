@@ -119,8 +119,10 @@ func newRunEndCmd(env *Env, g *globals) *cobra.Command {
 		Short: "End the run: drain all its monitors and refuse further starts",
 		Long: `End a run (RUN_ID, else the selected one): it refuses further starts
 (run_ended) and every monitor it owns is drained (status cancelled, reason
-run_ended). Prints the receipts. Monitors whose custody is unverified are
-listed under errors: settle them with procmon reconcile.`,
+run_ended). Prints the receipts of all its monitors; on a terminal, those
+of the monitors it drained and a count of those that had ended before.
+Monitors whose custody is unverified are listed under errors: settle
+them with procmon reconcile.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
