@@ -232,7 +232,7 @@ var schemaCatalog = &schema.Catalog{
 		"monitorView.reason":            "Why custody ended, from the receipt. Absent while it runs.",
 		"monitorView.exit_code":         "The exit status from a verified receipt, 0 to 255. Absent while it runs, when a signal ended it, or without a verified receipt.",
 		"monitorView.signal":            "The killing signal's name from a verified receipt. Absent otherwise.",
-		"runEndResponse.monitors":       "The receipts of the monitors the end drained.",
+		"runEndResponse.monitors":       "The receipts of the run's monitors: those the end drained and those that had ended before it.",
 		"runEndResponse.errors":         "Monitors that could not be drained (custody unverified: settle them with reconcile). Absent when none.",
 		"runEndResponse.ended_at_ms":    "When the run ended, in milliseconds since the Unix epoch.",
 		"logsRequest.offset":            "Read from this byte of the redacted stream instead of the end (0: from the start). Absent: the last max_bytes.",
