@@ -290,7 +290,7 @@ func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
 	fmt.Fprintf(b, "%s  %s  %s  started %s ago\n", p.bold(labelOf(v.Name, v.MonitorID)), v.MonitorID, p.status(status), age(now, v.StartedAtMs))
 	row := func(k, format string, a ...any) { fmt.Fprintf(b, "  %-9s "+format+"\n", append([]any{k}, a...)...) }
 	row("argv", "%s", shellQuote(v.Argv))
-	row("cwd", "%s", v.Cwd)
+	row("cwd", "%s", quoteArg(v.Cwd))
 	row("pid", "%d (group %d)", v.PID, v.PGID)
 	row("run", "%s, command %d", v.RunID, v.CommandOrdinal)
 	row("output", "%s captured", byteCount(v.CapturedBytes))
