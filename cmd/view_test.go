@@ -19,15 +19,17 @@ import (
 // list leave out, and why. Every other field is shown under its record
 // name with its record value.
 var hiddenMonitorFields = map[string]string{
-	"boot_id":              "custody evidence, judged into status",
-	"child_start_ticks":    "custody evidence, judged into status",
-	"guardian_pid":         "custody evidence, judged into status",
-	"guardian_start_ticks": "custody evidence, judged into status",
-	"admitted_at_ms":       "internal: the start of the work deadline",
-	"owner_grace_ms":       "internal: the length of the ownership window",
-	"max_output_bytes":     "the run's policy, shown by run show",
-	"phase":                "judged into status",
-	"escaped_sessions":     "custody evidence, for reconcile",
+	"boot_id":                    "custody evidence, judged into status",
+	"child_start_ticks":          "custody evidence, judged into status",
+	"guardian_pid":               "custody evidence, judged into status",
+	"guardian_start_ticks":       "custody evidence, judged into status",
+	"admitted_at_ms":             "internal: the start of the work deadline",
+	"owner_grace_ms":             "internal: the length of the ownership window",
+	"max_output_bytes":           "the run's policy, shown by run show",
+	"phase":                      "judged into status",
+	"ownership_clock":            "the clock the window is judged by, judged into status",
+	"escaped_sessions":           "custody evidence, for reconcile",
+	"escaped_sessions_truncated": "custody evidence, for reconcile",
 	"ownership_expires_mono_ms": "the window's end on the clock it is judged by, judged into status; " +
 		"ownership_expires_at_ms shows it",
 }
@@ -42,8 +44,8 @@ func TestMonitorViewShowsTheRecord(t *testing.T) {
 		MonitorID: "m_0123456789abcdefghij", RunID: "r_0123456789abcdefghij", Name: "web",
 		Argv: []string{"a", "b"}, Cwd: "/w", CommandOrdinal: 1, BootID: "boot", PID: 2, PGID: 3,
 		ChildStartTicks: 4, GuardianPID: 5, GuardianStartTicks: 6, AdmittedAtMs: 7, StartedAtMs: 8,
-		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnershipExpiresMonoMs: 16, OwnerGraceMs: 11,
-		EscapedSessions: []state.EscapedSession{{SID: 17, StartTicks: 18}}, WorkDeadlineMs: &deadline,
+		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnershipExpiresMonoMs: 16, OwnershipClock: "time:[1]", OwnerGraceMs: 11,
+		EscapedSessions: []state.EscapedSession{{SID: 17, PID: 19, StartTicks: 18}}, EscapedSessionsTruncated: true, WorkDeadlineMs: &deadline,
 		MaxOutputBytes: &limit, Phase: state.PhaseTerminal, CapturedBytes: 12, LogBytes: 13,
 		LogError: "full", LogBytesLost: 14,
 		Receipt: &state.Receipt{

@@ -426,7 +426,7 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 	d := &state.Dir{Path: l.state}
 	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
 		rec, err := d.LoadMonitor(id)
-		if err == nil && slices.Contains(rec.EscapedSessions, state.EscapedSession{SID: escapee, StartTicks: ticks}) {
+		if err == nil && slices.Contains(rec.EscapedSessions, state.EscapedSession{SID: escapee, PID: escapee, StartTicks: ticks}) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -443,6 +443,101 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 	}
 	if proc.Matches(escapee, ticks) {
 		t.Fatalf("the escapee %d outlived the reconcile of %s: %s", escapee, id, r.Raw)
+	}
+	l.settle()
+}
+
+// TestFaultsReconcileSparesAReusedSession: a heartbeat records the
+// session a descendant made (sid X); the guardian is lost; the escapee
+// ends on its own, so the kernel may hand the number X out again. Someone
+// else's daemon (double fork: an intermediate at pid X calls setsid,
+// forks, exits) then lives in a session numbered X with no process at pid
+// X. reconcile must not signal it: procmon never started it.
+// (Root only: the pid counter is set through ns_last_pid to make the
+// reuse happen now rather than after a wrap of pid_max.)
+func TestFaultsReconcileSparesAReusedSession(t *testing.T) {
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte("1000"), 0); err != nil {
+		t.Skipf("cannot set the pid counter: %v", err)
+	}
+	// Orphans come to this test, which reaps them (pid 1 here does not).
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	reap := func(pids ...int) {
+		for _, pid := range pids {
+			for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+				var ws unix.WaitStatus
+				if n, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); n == pid || err == unix.ECHILD {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d was never reaped", pid)
+				}
+			}
+		}
+	}
+	l := newFaultLab(t, 3, 20)
+	id, m := l.startMonitor("", "start", "--", "forker", "pids.txt")
+	var pids []int
+	for deadline := time.Now().Add(patience); len(pids) < 3; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(l.state), "work", "pids.txt"))
+		pids = pids[:0]
+		for _, f := range strings.Fields(string(b)) {
+			n, _ := strconv.Atoi(f)
+			pids = append(pids, n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("forker wrote no pids in %v", patience)
+		}
+	}
+	escapee := pids[2]
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := d.LoadMonitor(id)
+		if err == nil && slices.ContainsFunc(rec.EscapedSessions, func(e state.EscapedSession) bool { return e.SID == escapee }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat recorded session %d", escapee)
+		}
+	}
+	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	reap(m.GuardianPID)
+	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
+		t.Fatalf("after its guardian was killed, %s is %s", id, s)
+	}
+	// What the service started ends before anyone reconciles.
+	for _, p := range pids {
+		unix.Kill(p, unix.SIGKILL)
+	}
+	reap(pids...)
+
+	// Someone else's daemon, in a new session that the kernel numbers X.
+	os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(escapee-1)), 0)
+	c := exec.Command("/bin/sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!")
+	c.Env = []string{"PATH=/usr/bin:/bin"}
+	c.SysProcAttr = &unix.SysProcAttr{Setsid: true}
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Process.Pid != escapee {
+		t.Skipf("pid %d was taken by someone else before the daemon (got %d)", escapee, c.Process.Pid)
+	}
+	daemon, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	ticks, err := proc.StartTicks(daemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { unix.Kill(daemon, unix.SIGKILL); reap(daemon) }()
+
+	r, _ := l.run("reconcile", "--grace", "1", id)
+	if !proc.Matches(daemon, ticks) {
+		t.Fatalf("reconcile of %s killed pid %d (session %d), which procmon never started: %s", id, daemon, escapee, r.Raw)
+	}
+	// A recorded session that holds processes it cannot prove its own:
+	// something may be left.
+	if r.Get("containment").String() != state.ContainmentIncomplete {
+		t.Errorf("reconcile answered %s: want containment incomplete", r.Raw)
 	}
 	l.settle()
 }
@@ -502,6 +597,52 @@ func TestFaultsWallClockStep(t *testing.T) {
 	if r.Get("reason").String() != "cancel" || !r.Get("group_empty_verified").Bool() {
 		t.Fatalf("cancel answered %s", r.Raw)
 	}
+	l.settle()
+}
+
+// TestFaultsOtherTimeNamespace shows a running monitor from a time
+// namespace whose monotonic clock is an hour ahead (unshare --time
+// --monotonic), as a command in a container or a sandbox might. The window
+// is judged there by the wall clock: judged by that namespace's monotonic
+// clock, it had lapsed, the status closed the custody fence and the
+// guardian drained.
+func TestFaultsOtherTimeNamespace(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || exec.Command(unshare, "--time", "--monotonic", "3600", "true").Run() != nil {
+		t.Skip("no unshare that makes a time namespace here (util-linux 2.36 or later, and root)")
+	}
+	l := newFaultLab(t, 3, 20)
+	id, m := l.startMonitor("", "start", "--", "sleeper")
+	// unshare runs procmon by its path: this binary is procmon under that
+	// name.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := filepath.Join(t.TempDir(), "procmon")
+	if err := os.Symlink(exe, named); err != nil {
+		t.Fatal(err)
+	}
+	c := l.procmon("status", id)
+	c.Path, c.Args = unshare, []string{unshare, "--time", "--monotonic", "3600", named, "status", id}
+	r, _ := l.answer(c)
+	if s := r.Get("status").String(); s != state.StatusRunning {
+		t.Fatalf("from a time namespace an hour ahead, %s is %s: %s", id, s, r.Raw)
+	}
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+		now, err := d.LoadMonitor(id)
+		if err == nil && now.Receipt != nil {
+			t.Fatalf("after a status from another time namespace, the guardian drained: %+v", now.Receipt)
+		}
+		if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no two renewals in %v", patience)
+		}
+	}
+	l.run("cancel", id)
 	l.settle()
 }
 

@@ -147,7 +147,8 @@ func leftovers(dir string, waitForExit bool) []string {
 		recorded[m.GuardianPID] = true
 		check("guardian", m.GuardianPID, m.GuardianStartTicks)
 		check("child", m.PID, m.ChildStartTicks)
-		for _, p := range append(proc.LostMembers(m.GuardianPID, m.GuardianStartTicks), proc.LostEscapees(m.EscapedSessions)...) {
+		escapees, _ := proc.LostEscapees(m.EscapedSessions)
+		for _, p := range append(proc.LostMembers(m.GuardianPID, m.GuardianStartTicks), escapees...) {
 			check(fmt.Sprintf("session %d member", m.GuardianPID), p.PID, p.StartTicks)
 		}
 	}

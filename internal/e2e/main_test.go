@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -21,6 +24,14 @@ func TestMain(m *testing.M) {
 	}
 	for name, f := range fakeChildren {
 		commands[name] = f
+	}
+	// As itself, the binary takes test flags only. A command line meant
+	// for one of the commands, whose argv[0] was lost on the way (a
+	// wrapper that runs the binary by its path), would otherwise run every
+	// test again, and so would each of those runs.
+	if _, ok := commands[filepath.Base(os.Args[0])]; !ok && len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		fmt.Fprintf(os.Stderr, "%s: run with arguments %q: a command is named by argv[0]\n", os.Args[0], os.Args[1:])
+		os.Exit(2)
 	}
 	testscript.Main(m, commands)
 }

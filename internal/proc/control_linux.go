@@ -41,6 +41,7 @@ type controlReply struct {
 	// guardian last renewed it, on state.MonoNowMs's clock, which a record
 	// that could not be written lacks; StateError says why it could not.
 	CustodyUntilMonoMs int64               `json:"custody_until_mono_ms,omitempty"`
+	CustodyClock       string              `json:"custody_clock,omitempty"` // state.MonoClock of the guardian
 	StateError         string              `json:"state_error,omitempty"`
 	Error              *protocol.ErrorBody `json:"error,omitempty"`
 }
@@ -278,7 +279,7 @@ func (g *guardian) handle(conn *net.UnixConn) {
 			reply.LogError = *e
 		}
 		if g.custodyOpen() {
-			reply.CustodyUntilMonoMs = g.custodyUntil.Load()
+			reply.CustodyUntilMonoMs, reply.CustodyClock = g.custodyUntil.Load(), state.MonoClock()
 		}
 		if e := g.stateErr.Load(); e != nil {
 			reply.StateError = *e

@@ -87,6 +87,9 @@ type guardian struct {
 	finished  chan struct{}      // closed once the receipt is durable
 	receipted chan struct{}      // closed once the receipt exists, durable or not
 	receipt   atomic.Pointer[state.Receipt]
+	// escaped is the latest look for the sessions the service's
+	// descendants made (watchEscapes), which the heartbeat records.
+	escaped atomic.Pointer[escapes]
 	// custodyUntil is the end of the ownership window as the guardian
 	// last renewed it, in milliseconds of state.MonoNowMs: the stored
 	// record's, or later when
@@ -573,7 +576,7 @@ var errLapsed = errors.New("the ownership window lapsed before its renewal was w
 // before its wait, and a monitor shown as needing reconciliation was
 // running again. Should the guardian stall between the check and the
 // write, the lapsed window is put back before the lock is let go.
-func (g *guardian) saveRenewal(until int64, escaped []state.EscapedSession) (int64, error) {
+func (g *guardian) saveRenewal(until int64, escaped *escapes) (int64, error) {
 	var renewed int64
 	err := g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
 		if err := g.stillOurs(); err != nil {
@@ -586,7 +589,9 @@ func (g *guardian) saveRenewal(until int64, escaped []state.EscapedSession) (int
 		seq, expires, expiresMono := g.rec.HeartbeatSeq, g.rec.OwnershipExpiresAtMs, g.rec.OwnershipExpiresMonoMs
 		g.rec.HeartbeatSeq++
 		g.rec.SetWindow(nowMs(), mono, g.spec.OwnerGraceMs)
-		g.rec.EscapedSessions = escaped
+		if escaped != nil {
+			g.rec.EscapedSessions, g.rec.EscapedSessionsTruncated = escaped.sessions, escaped.truncated
+		}
 		renewed = g.rec.OwnershipExpiresMonoMs
 		g.out.snapshot(g.rec)
 		err := g.dir.SaveMonitor(g.rec, false)
@@ -611,6 +616,8 @@ func (g *guardian) keepCustody() {
 	}
 	heartbeat := time.NewTicker(period)
 	defer heartbeat.Stop()
+	looking := make(chan struct{})
+	go g.watchEscapes(period, looking)
 	settle := time.NewTimer(settleAfter)
 	defer settle.Stop()
 	var deadline <-chan time.Time
@@ -655,6 +662,7 @@ loop:
 			}
 		}
 	}
+	close(looking) // the drain looks for itself
 	g.finish(g.exitRaced(cause))
 }
 
@@ -705,7 +713,7 @@ func (g *guardian) renew() (drainCause, bool) {
 	// names this guardian and that the window has not lapsed. A heartbeat
 	// does not sync the directory: after a crash of the machine, the
 	// record that survives (whole, old or new) is from another boot.
-	renewed, err := g.saveRenewal(until, g.escapedSessions())
+	renewed, err := g.saveRenewal(until, g.escaped.Load())
 	switch {
 	case errors.Is(err, errRevoked):
 		return revoked, false
@@ -725,31 +733,64 @@ func (g *guardian) renew() (drainCause, bool) {
 	return drainCause{}, true
 }
 
-// maxEscapedSessions bounds the sessions a record lists: a service that
-// makes more keeps the rest out of reconcile's sight, as one made since
-// the last heartbeat is.
+// maxEscapedSessions bounds the sessions a record lists: past it, the
+// record says it was cut (EscapedSessionsTruncated), and a reconciled
+// receipt says containment was incomplete.
 const maxEscapedSessions = 64
 
-// escapedSessions lists the sessions the service's descendants made with
-// setsid (state.EscapedSession), in the order of their ids. The heartbeat
-// writes them into the record: once the guardian is lost, they are out of
-// its session, the only one reconcile can otherwise find (LostMembers).
-func (g *guardian) escapedSessions() []state.EscapedSession {
-	var out []state.EscapedSession
+// escapes is what a look at the guardian's descendants found: the
+// sessions they made with setsid (state.EscapedSession), in the order of
+// their ids, and whether there were more than maxEscapedSessions.
+type escapes struct {
+	sessions  []state.EscapedSession
+	truncated bool
+}
+
+// lookForEscapes lists the sessions the service's descendants made. The
+// heartbeat writes the latest look into the record: once the guardian is
+// lost, those sessions are out of its own, the only one reconcile could
+// otherwise find (LostMembers).
+func (g *guardian) lookForEscapes() *escapes {
+	e := &escapes{}
 	for _, s := range scanDescendants(g.self) {
 		if s.session == g.self || !s.alive() {
 			continue
 		}
-		i := slices.IndexFunc(out, func(e state.EscapedSession) bool { return e.SID == s.session })
+		i := slices.IndexFunc(e.sessions, func(x state.EscapedSession) bool { return x.SID == s.session })
 		switch {
 		case i >= 0:
-			out[i].StartTicks = min(out[i].StartTicks, s.startTicks)
-		case len(out) < maxEscapedSessions:
-			out = append(out, state.EscapedSession{SID: s.session, StartTicks: s.startTicks})
+			// The earliest-started member is the witness: the leader
+			// while it lives.
+			if w := &e.sessions[i]; s.startTicks < w.StartTicks {
+				w.PID, w.StartTicks = s.pid, s.startTicks
+			}
+		case len(e.sessions) < maxEscapedSessions:
+			e.sessions = append(e.sessions, state.EscapedSession{SID: s.session, PID: s.pid, StartTicks: s.startTicks})
+		default:
+			e.truncated = true
 		}
 	}
-	slices.SortFunc(out, func(a, b state.EscapedSession) int { return a.SID - b.SID })
-	return out
+	slices.SortFunc(e.sessions, func(a, b state.EscapedSession) int { return a.SID - b.SID })
+	return e
+}
+
+// watchEscapes keeps g.escaped current until done is closed: a look every
+// period, or twenty times as long as the last look took when that is
+// more, so that a service of thousands of processes costs its guardian a
+// twentieth of a CPU at most. The look is off the heartbeat's path, which
+// must renew within the grace whatever the size of the service.
+func (g *guardian) watchEscapes(period time.Duration, done <-chan struct{}) {
+	for {
+		began := time.Now()
+		g.escaped.Store(g.lookForEscapes())
+		t := time.NewTimer(max(period, 20*time.Since(began)))
+		select {
+		case <-done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // mayPass reports whether err is a write that failed for want of space

@@ -104,7 +104,9 @@ func (o *Observation) askGuardian(dir *state.Dir, custody state.Custody) {
 		// kernel holds it up to its bounds), whether or not its record
 		// could say so.
 		o.Status, o.Why = state.StatusSettling, ""
-	case reply.CustodyUntilMonoMs >= state.MonoNowMs() && custody != state.CustodyGivenUp:
+	case reply.CustodyClock == state.MonoClock() && reply.CustodyUntilMonoMs >= state.MonoNowMs() && custody != state.CustodyGivenUp:
+		// (A reader in another time namespace than the guardian's cannot
+		// compare their monotonic clocks.)
 		o.Status, o.Why = state.StatusRunning, ""
 	default:
 		return

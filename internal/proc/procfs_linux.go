@@ -117,18 +117,30 @@ func Matches(pid int, startTicks uint64) bool {
 // the tree, not of the machine. The lists can miss a process that is being
 // reparented at that instant, so callers look again until quiet, and the
 // final verdict rests on waitid and kill, not on this walk.
+//
+// A pid read from a children list may have ended and been handed to
+// another process before its stat is read: a process counts only if its
+// parent is the one it was listed under, or root, to which the subreaper
+// rules reparent it should that parent have ended meanwhile.
 func scanDescendants(root int) []procStat {
+	type listed struct{ pid, parent int }
 	var out []procStat
-	queue := childrenOf(root)
+	var queue []listed
+	add := func(parent int) {
+		for _, pid := range childrenOf(parent) {
+			queue = append(queue, listed{pid, parent})
+		}
+	}
+	add(root)
 	for len(queue) > 0 {
-		pid := queue[0]
+		c := queue[0]
 		queue = queue[1:]
-		s, err := readStat(pid)
-		if err != nil {
+		s, err := readStat(c.pid)
+		if err != nil || s.ppid != c.parent && s.ppid != root {
 			continue
 		}
 		out = append(out, s)
-		queue = append(queue, childrenOf(pid)...)
+		add(c.pid)
 	}
 	return out
 }
@@ -210,14 +222,31 @@ func LostMembers(guardianPID int, guardianTicks uint64) []Member {
 }
 
 // LostEscapees lists what is left of the sessions that a lost guardian
-// recorded its service's descendants had made (state.EscapedSession), by
-// the same rules as LostMembers, their leaders included.
-func LostEscapees(sessions []state.EscapedSession) []Member {
-	var out []Member
-	for _, e := range sessions {
-		out = append(out, sessionMembers(e.SID, e.StartTicks, true)...)
+// recorded its service's descendants had made (state.EscapedSession): the
+// members, leaders included, of each session whose witness still lives in
+// it, started no earlier than the witness. A session whose witness is gone
+// cannot be told from another that took its number once it ended (a
+// double-forked daemon's, whose leader has exited too): its processes are
+// left alone, and unproven counts the sessions that still have some.
+func LostEscapees(sessions []state.EscapedSession) (members []Member, unproven int) {
+	proven, unproven := provenSessions(sessions)
+	for _, e := range proven {
+		members = append(members, sessionMembers(e.SID, e.StartTicks, true)...)
 	}
-	return out
+	return members, unproven
+}
+
+// provenSessions returns the sessions whose witness still lives in them,
+// and how many of the others still have processes (see LostEscapees).
+func provenSessions(sessions []state.EscapedSession) (proven []state.EscapedSession, unproven int) {
+	for _, e := range sessions {
+		if s, err := readStat(e.PID); err == nil && s.startTicks == e.StartTicks && s.alive() && s.session == e.SID {
+			proven = append(proven, e)
+		} else if len(sessionMembers(e.SID, 0, true)) > 0 {
+			unproven++
+		}
+	}
+	return proven, unproven
 }
 
 // sessionMembers lists the live processes of session sid that started no

@@ -41,7 +41,8 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	if provable(m) {
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
 		var left []Member
-		r.Signals, left = stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions, graceMs)
+		var unproven int
+		r.Signals, left, unproven = stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions, graceMs)
 		r.GroupEmptyVerified = len(left) == 0
 		for _, p := range left {
 			r.KillUnconfirmed = append(r.KillUnconfirmed, p.PID)
@@ -51,7 +52,7 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 		// of sight with the guardian: the sessions it recorded are
 		// stopped, but one made since its last heartbeat cannot be seen.
 		r.Containment = state.ContainmentGroupOnly
-		if !r.GroupEmptyVerified {
+		if !r.GroupEmptyVerified || unproven > 0 || m.EscapedSessionsTruncated {
 			r.Containment = state.ContainmentIncomplete
 		}
 	} else {
@@ -92,11 +93,19 @@ func waitGone(members []Member, deadline time.Time) []Member {
 // stopLost stops what is left of a lost guardian's session and of the
 // sessions it recorded (see LostMembers and LostEscapees): SIGTERM with
 // SIGCONT, the grace, SIGKILL, each wait bounded. It returns the signals
-// sent and what is still there.
-func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSession, graceMs int64) ([]state.SignalEvent, []Member) {
+// sent, what is still there, and how many recorded sessions still have
+// processes that could not be proven ours.
+func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSession, graceMs int64) ([]state.SignalEvent, []Member, int) {
 	signals := []state.SignalEvent{}
+	// The sessions are proven once, before anything is signalled: their
+	// witnesses may be among what is stopped.
+	proven, unproven := provenSessions(escaped)
 	lost := func() []Member {
-		return append(LostMembers(guardianPID, guardianTicks), LostEscapees(escaped)...)
+		out := LostMembers(guardianPID, guardianTicks)
+		for _, e := range proven {
+			out = append(out, sessionMembers(e.SID, e.StartTicks, true)...)
+		}
+		return out
 	}
 	members := lost()
 	if len(members) > 0 {
@@ -117,7 +126,7 @@ func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSess
 			waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
 		}
 	}
-	return signals, lost()
+	return signals, lost(), unproven
 }
 
 // provable reports whether what is left of a monitor can be proven to be
@@ -155,7 +164,7 @@ func SweepAbandoned(dir *state.Dir, id string) bool {
 				return false // it recorded the monitor before it died
 			}
 			sid, ticks := mk.SessionOf()
-			if _, left := stopLost(sid, ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
+			if _, left, _ := stopLost(sid, ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
 				return false
 			}
 		}

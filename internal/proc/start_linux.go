@@ -419,7 +419,7 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	// it had spawned; one that died may have left some of it, in its
 	// session: that is stopped here, and the directory goes once nothing
 	// is left (else it stays, naming the guardian, for list to settle).
-	if _, left := stopLost(pg.g.PID, pg.ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
+	if _, left, _ := stopLost(pg.g.PID, pg.ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
 		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and %d of the processes it had started could not be stopped", pg.monitorID, len(left)).With("kill_unconfirmed", left)
 	}
 	pg.dir.RemoveMonitorDir(pg.monitorID)

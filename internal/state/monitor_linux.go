@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -59,9 +60,11 @@ type Monitor struct {
 	HeartbeatSeq         int64 `json:"heartbeat_seq"`
 	OwnershipExpiresAtMs int64 `json:"ownership_expires_at_ms"`
 	// OwnershipExpiresMonoMs is the same end on CLOCK_MONOTONIC, which
-	// the window is judged by (WindowLapsed). 0 in a record of an earlier
-	// procmon, judged by the wall clock.
+	// the window is judged by (WindowLapsed), as the time namespace
+	// OwnershipClock names reads it. 0 in a record of an earlier procmon,
+	// judged by the wall clock.
 	OwnershipExpiresMonoMs int64  `json:"ownership_expires_mono_ms,omitempty"`
+	OwnershipClock         string `json:"ownership_clock,omitempty"`
 	OwnerGraceMs           int64  `json:"owner_grace_ms"`
 	WorkDeadlineMs         *int64 `json:"work_deadline_ms"`
 	MaxOutputBytes         *int64 `json:"max_output_bytes"`
@@ -75,18 +78,23 @@ type Monitor struct {
 	// EscapedSessions are the sessions that the service's descendants
 	// made with setsid, as the guardian last saw them: out of the
 	// guardian's session, they would be out of reconcile's sight once the
-	// guardian is lost. Written with each heartbeat.
-	EscapedSessions []EscapedSession `json:"escaped_sessions,omitempty"`
+	// guardian is lost. Written with each heartbeat; Truncated says there
+	// were more than a record lists.
+	EscapedSessions          []EscapedSession `json:"escaped_sessions,omitempty"`
+	EscapedSessionsTruncated bool             `json:"escaped_sessions_truncated,omitempty"`
 
 	Receipt *Receipt `json:"receipt,omitempty"`
 }
 
 // EscapedSession is a session made by a descendant of a guardian: its id
-// (its leader's pid) and the start of its leader, or of its earliest
-// member the guardian saw when the leader had gone already. Every member
-// started no earlier, since a session cannot be joined from outside.
+// (its leader's pid) and a witness, the earliest-started member the
+// guardian saw in it (the leader while it lives), by pid and start time.
+// Every member started no earlier, since a session cannot be joined from
+// outside; and while the witness lives, the session's number cannot have
+// been handed out again.
 type EscapedSession struct {
 	SID        int    `json:"sid"`
+	PID        int    `json:"pid"`
 	StartTicks uint64 `json:"start_ticks"`
 }
 
@@ -452,27 +460,35 @@ func MonoNowMs() int64 {
 	return ts.Nano() / 1e6
 }
 
+// MonoClock names the clock MonoNowMs reads: CLOCK_MONOTONIC is offset
+// in a time namespace (unshare --time), so its readings compare only
+// within one. "" where the kernel has no time namespaces.
+var MonoClock = sync.OnceValue(func() string {
+	ns, _ := os.Readlink("/proc/self/ns/time")
+	return ns
+})
+
 // SetWindow ends the ownership window graceMs after wallMs on the wall
 // clock, which the record shows, and after monoMs on MonoNowMs's clock,
 // which it is judged by.
 func (m *Monitor) SetWindow(wallMs, monoMs, graceMs int64) {
 	m.OwnershipExpiresAtMs = wallMs + graceMs
 	m.OwnershipExpiresMonoMs = monoMs + graceMs
+	m.OwnershipClock = MonoClock()
 }
 
 // WindowLapsed reports whether the ownership window has passed at wallMs
-// on the wall clock and monoMs on MonoNowMs's.
+// on the wall clock and monoMs on MonoNowMs's. A reader in another time
+// namespace than the guardian's, whose monotonic clock is offset, judges
+// by the wall clock, as it does a record of an earlier procmon.
 func (m *Monitor) WindowLapsed(wallMs, monoMs int64) bool {
-	if m.OwnershipExpiresMonoMs != 0 {
-		return monoMs > m.OwnershipExpiresMonoMs
-	}
-	return wallMs > m.OwnershipExpiresAtMs
+	return m.WindowLeftMs(wallMs, monoMs) < 0
 }
 
 // WindowLeftMs is how long the ownership window has to run, as
-// WindowLapsed judges it; not above 0 once it has lapsed.
+// WindowLapsed judges it: below 0 once it has lapsed.
 func (m *Monitor) WindowLeftMs(wallMs, monoMs int64) int64 {
-	if m.OwnershipExpiresMonoMs != 0 {
+	if m.OwnershipExpiresMonoMs != 0 && m.OwnershipClock == MonoClock() {
 		return m.OwnershipExpiresMonoMs - monoMs
 	}
 	return m.OwnershipExpiresAtMs - wallMs

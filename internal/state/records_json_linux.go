@@ -73,6 +73,10 @@ func jsonAppendMonitor(b []byte, v *Monitor) []byte {
 		b = append(b, `,"ownership_expires_mono_ms":`...)
 		b = protocol.AppendInt(b, v.OwnershipExpiresMonoMs)
 	}
+	if v.OwnershipClock != "" {
+		b = append(b, `,"ownership_clock":`...)
+		b = protocol.AppendString(b, v.OwnershipClock, true)
+	}
 	b = append(b, `,"owner_grace_ms":`...)
 	b = protocol.AppendInt(b, v.OwnerGraceMs)
 	b = append(b, `,"work_deadline_ms":`...)
@@ -111,6 +115,10 @@ func jsonAppendMonitor(b []byte, v *Monitor) []byte {
 			b = jsonAppendEscapedSession(b, &v.EscapedSessions[i0])
 		}
 		b = append(b, ']')
+	}
+	if bool(v.EscapedSessionsTruncated) {
+		b = append(b, `,"escaped_sessions_truncated":`...)
+		b = strconv.AppendBool(b, v.EscapedSessionsTruncated)
 	}
 	if v.Receipt != nil {
 		b = append(b, `,"receipt":`...)
@@ -262,6 +270,8 @@ func jsonDecodeMonitor(r gjson.Result, v *Monitor) bool {
 			return protocol.DecodeInt[int64](r, &v.OwnershipExpiresAtMs)
 		case "ownership_expires_mono_ms":
 			return protocol.DecodeInt[int64](r, &v.OwnershipExpiresMonoMs)
+		case "ownership_clock":
+			return protocol.DecodeString[string](r, &v.OwnershipClock)
 		case "owner_grace_ms":
 			return protocol.DecodeInt[int64](r, &v.OwnerGraceMs)
 		case "work_deadline_ms":
@@ -280,6 +290,8 @@ func jsonDecodeMonitor(r gjson.Result, v *Monitor) bool {
 			return protocol.DecodeInt[int64](r, &v.LogBytesLost)
 		case "escaped_sessions":
 			return protocol.DecodeSlice(r, &v.EscapedSessions, jsonDecodeEscapedSession)
+		case "escaped_sessions_truncated":
+			return protocol.DecodeBool[bool](r, &v.EscapedSessionsTruncated)
 		case "receipt":
 			return protocol.DecodePointer(r, &v.Receipt, jsonDecodeReceipt)
 		}
@@ -373,6 +385,8 @@ func jsonAppendEscapedSession(b []byte, v *EscapedSession) []byte {
 	b = append(b, '{')
 	b = append(b, `"sid":`...)
 	b = protocol.AppendInt(b, v.SID)
+	b = append(b, `,"pid":`...)
+	b = protocol.AppendInt(b, v.PID)
 	b = append(b, `,"start_ticks":`...)
 	b = protocol.AppendUint(b, v.StartTicks)
 	return append(b, '}')
@@ -501,6 +515,8 @@ func jsonDecodeEscapedSession(r gjson.Result, v *EscapedSession) bool {
 		switch k {
 		case "sid":
 			return protocol.DecodeInt[int](r, &v.SID)
+		case "pid":
+			return protocol.DecodeInt[int](r, &v.PID)
 		case "start_ticks":
 			return protocol.DecodeUint[uint64](r, &v.StartTicks)
 		}
