@@ -158,6 +158,7 @@ func render(env *Env, g *globals, v any) error {
 		viewRun(&b, p, now, &r)
 	case *runView:
 		viewRun(&b, p, now, r)
+		viewRunDetails(&b, r)
 	case runListResponse:
 		viewRunList(&b, now, r, viewWidth(env))
 	case *runEndResponse:
@@ -563,7 +564,12 @@ func viewConfigure(b *strings.Builder, p palette, r configureResponse) {
 	} else {
 		fmt.Fprintf(b, "monitors %s; settings in %s\n", p.red("disabled"), r.StateDir)
 	}
-	sb := r.Settings.Sandbox
+	viewPolicy(b, r.Settings)
+}
+
+// viewPolicy shows the limits of settings, stored or frozen into a run.
+func viewPolicy(b *strings.Builder, settings state.Settings) {
+	sb := settings.Sandbox
 	limit := func(n *int64, unit string) string {
 		if n == nil {
 			return "none"
@@ -586,7 +592,22 @@ func viewConfigure(b *strings.Builder, p palette, r configureResponse) {
 	fmt.Fprintf(b, "  deadline per service    %s\n", deadline(sb.MonitorTimeoutSeconds))
 	fmt.Fprintf(b, "  output per service      %s\n", limit(sb.MaxOutputBytes, " bytes"))
 	fmt.Fprintf(b, "  starts per run          %s\n", limit(sb.CommandLimit, ""))
-	fmt.Fprintf(b, "  owner grace             %s\n", formatSeconds(r.Settings.OwnerGraceSeconds()))
+	fmt.Fprintf(b, "  owner grace             %s\n", formatSeconds(settings.OwnerGraceSeconds()))
+}
+
+// viewRunDetails is what run show adds to the run's line: its grants, its
+// owner and the policy it froze.
+func viewRunDetails(b *strings.Builder, r *runView) {
+	fmt.Fprintf(b, "  tools                   %s\n", strings.Join(r.Tools, ", "))
+	owner := "none (it ends with procmon run end)"
+	if o := r.Owner; o != nil {
+		owner = fmt.Sprintf("pid %d (its exit ends the run)", o.PID)
+	}
+	fmt.Fprintf(b, "  owner                   %s\n", owner)
+	if r.NativeCheckpoints {
+		b.WriteString("  native checkpoints      yes: monitors are refused\n")
+	}
+	viewPolicy(b, r.Policy)
 }
 
 func viewRun(b *strings.Builder, p palette, now time.Time, r *runView) {

@@ -379,3 +379,25 @@ func TestViewRunList(t *testing.T) {
 		t.Errorf("run list:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// run show promises the run's frozen policy, grants and owner; its view
+// shows each of them.
+func TestViewRunShow(t *testing.T) {
+	limit, grace := int64(5), int64(12)
+	r := &runView{Run: &state.Run{
+		RunID: "r_1", Tools: []string{"start_process", "wait_process"}, Owner: &state.Owner{PID: 4242},
+		Policy: state.Settings{Sandbox: state.Sandbox{CommandLimit: &limit, MonitorOwnerGraceSeconds: &grace}},
+	}, BudgetUsed: 2}
+	var b strings.Builder
+	viewRunDetails(&b, r)
+	for _, want := range []string{
+		"  tools                   start_process, wait_process\n",
+		"  owner                   pid 4242 (its exit ends the run)\n",
+		"  starts per run          5\n",
+		"  owner grace             12s\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("run show's details lack %q:\n%s", want, b.String())
+		}
+	}
+}
