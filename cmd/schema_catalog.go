@@ -146,7 +146,7 @@ var schemaCatalog = &schema.Catalog{
 		"targets":              "How many processes the signal was sent to.",
 		"group_empty_verified": "True once the kernel confirmed that no process of the group nor any escaped descendant is left.",
 		"output_drained":       "True once the output pipe was read to its end: the output is complete.",
-		"containment":          "complete: the group and every escaped descendant are verified gone. group_only: the group is gone, and the sessions its descendants made as of the lost guardian's last heartbeat; one made since could not be seen (a reconciled monitor). incomplete: something may be left; kill_unconfirmed names it.",
+		"containment":          "complete: the group and every escaped descendant are verified gone. group_only: the group is gone, and the sessions its descendants made as of the lost guardian's last heartbeat; one made since could not be seen (a reconciled monitor). incomplete: something may be left: kill_unconfirmed names what survived SIGKILL; a session the service's descendants made that could no longer be proven theirs (a reconciled monitor) is left alone, unnamed.",
 		"escaped":              "Pids of descendants that had left the group (setsid) and were drained as well. Absent when none.",
 		"kill_unconfirmed":     "Pids still present after SIGKILL (e.g. stuck in uninterruptible sleep). Absent when none.",
 		"custody":              "Who proved the receipt: guardian (the process's own guardian, or procmon exec for a command), reconciled (reconcile, with no exit code), unverified (custody could not be proven).",

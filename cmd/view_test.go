@@ -45,7 +45,7 @@ func TestMonitorViewShowsTheRecord(t *testing.T) {
 		Argv: []string{"a", "b"}, Cwd: "/w", CommandOrdinal: 1, BootID: "boot", PID: 2, PGID: 3,
 		ChildStartTicks: 4, GuardianPID: 5, GuardianStartTicks: 6, AdmittedAtMs: 7, StartedAtMs: 8,
 		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnershipExpiresMonoMs: 16, OwnershipClock: "time:[1]", OwnerGraceMs: 11,
-		EscapedSessions: []state.EscapedSession{{SID: 17, PID: 19, StartTicks: 18}}, EscapedSessionsTruncated: true, WorkDeadlineMs: &deadline,
+		EscapedSessions: []state.EscapedSession{{SID: 17, Witnesses: []state.Witness{{PID: 19, StartTicks: 18}}}}, EscapedSessionsTruncated: true, WorkDeadlineMs: &deadline,
 		MaxOutputBytes: &limit, Phase: state.PhaseTerminal, CapturedBytes: 12, LogBytes: 13,
 		LogError: "full", LogBytesLost: 14,
 		Receipt: &state.Receipt{

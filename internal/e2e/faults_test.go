@@ -426,7 +426,9 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 	d := &state.Dir{Path: l.state}
 	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
 		rec, err := d.LoadMonitor(id)
-		if err == nil && slices.Contains(rec.EscapedSessions, state.EscapedSession{SID: escapee, PID: escapee, StartTicks: ticks}) {
+		if err == nil && slices.ContainsFunc(rec.EscapedSessions, func(e state.EscapedSession) bool {
+			return e.SID == escapee && slices.Contains(e.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
+		}) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -434,6 +436,9 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 		}
 	}
 	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) { // a kill is only queued
+		t.Fatalf("guardian %d outlived SIGKILL by %v", m.GuardianPID, patience)
+	}
 	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
 		t.Fatalf("after its guardian was killed, %s is %s", id, s)
 	}
@@ -456,8 +461,9 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 // (Root only: the pid counter is set through ns_last_pid to make the
 // reuse happen now rather than after a wrap of pid_max.)
 func TestFaultsReconcileSparesAReusedSession(t *testing.T) {
-	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte("1000"), 0); err != nil {
-		t.Skipf("cannot set the pid counter: %v", err)
+	// Whether the counter can be set, tried by setting it where it is.
+	if last, err := os.ReadFile("/proc/sys/kernel/ns_last_pid"); err != nil || os.WriteFile("/proc/sys/kernel/ns_last_pid", last, 0) != nil {
+		t.Skip("the pid counter cannot be set here (/proc/sys/kernel/ns_last_pid needs root)")
 	}
 	// Orphans come to this test, which reaps them (pid 1 here does not).
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -517,18 +523,20 @@ func TestFaultsReconcileSparesAReusedSession(t *testing.T) {
 	c.Env = []string{"PATH=/usr/bin:/bin"}
 	c.SysProcAttr = &unix.SysProcAttr{Setsid: true}
 	out, err := c.Output()
-	if err != nil {
-		t.Fatal(err)
+	daemon, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	if daemon > 1 {
+		defer func() { unix.Kill(daemon, unix.SIGKILL); reap(daemon) }()
+	}
+	if err != nil || daemon <= 1 {
+		t.Fatalf("the foreign daemon did not start: %v, %q", err, out)
 	}
 	if c.Process.Pid != escapee {
 		t.Skipf("pid %d was taken by someone else before the daemon (got %d)", escapee, c.Process.Pid)
 	}
-	daemon, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	ticks, err := proc.StartTicks(daemon)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { unix.Kill(daemon, unix.SIGKILL); reap(daemon) }()
 
 	r, _ := l.run("reconcile", "--grace", "1", id)
 	if !proc.Matches(daemon, ticks) {
@@ -538,6 +546,60 @@ func TestFaultsReconcileSparesAReusedSession(t *testing.T) {
 	// something may be left.
 	if r.Get("containment").String() != state.ContainmentIncomplete {
 		t.Errorf("reconcile answered %s: want containment incomplete", r.Raw)
+	}
+	l.settle()
+}
+
+// TestFaultsEscapeeOfAZombieLeader: the service forks L, which calls
+// setsid, starts G in its session and exits; the service never reaps L,
+// so L stays a zombie at the session's number. A zombie still holds its
+// session: it may witness it, and the pid of the number is no other
+// process's. Once the guardian is lost, reconcile stops G; bounded by the
+// zombie's start, as if another process held the number, it left G
+// running and its receipt said nothing was left.
+func TestFaultsEscapeeOfAZombieLeader(t *testing.T) {
+	l := newFaultLab(t, 3, 20)
+	id, m := l.startMonitor("", "start", "--", "sh", "-c",
+		`setsid sh -c 'sleep 0.2; sleeper escapee & echo $! > esc.txt; exit 0' & exec sleeper`)
+	var g int
+	for deadline := time.Now().Add(patience); g == 0; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(l.state), "work", "esc.txt"))
+		g, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if g == 0 && time.Now().After(deadline) {
+			t.Fatalf("the escapee wrote no pid in %v", patience)
+		}
+	}
+	ticks, err := proc.StartTicks(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := statOf(g)
+	if !ok {
+		t.Fatalf("escapee %d is gone", g)
+	}
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := d.LoadMonitor(id)
+		if err == nil && slices.ContainsFunc(rec.EscapedSessions, func(e state.EscapedSession) bool { return e.SID == st.sid }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat recorded session %d in %v", st.sid, patience)
+		}
+	}
+	if leader, ok := statOf(st.sid); !ok || leader.state != "Z" {
+		t.Fatalf("the session's leader %d is %+v: want a zombie", st.sid, leader)
+	}
+	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) { // a kill is only queued
+		t.Fatalf("guardian %d outlived SIGKILL by %v", m.GuardianPID, patience)
+	}
+	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
+		t.Fatalf("after its guardian was killed, %s is %s", id, s)
+	}
+	r, _ := l.run("reconcile", "--grace", "1", id)
+	if proc.Matches(g, ticks) {
+		t.Fatalf("escapee %d of session %d, whose leader is a zombie, outlived reconcile: %s", g, st.sid, r.Raw)
 	}
 	l.settle()
 }
@@ -634,6 +696,64 @@ func TestFaultsOtherTimeNamespace(t *testing.T) {
 		now, err := d.LoadMonitor(id)
 		if err == nil && now.Receipt != nil {
 			t.Fatalf("after a status from another time namespace, the guardian drained: %+v", now.Receipt)
+		}
+		if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no two renewals in %v", patience)
+		}
+	}
+	l.run("cancel", id)
+	l.settle()
+}
+
+// TestFaultsOtherTimeNamespaceAfterAWallStep: as TestFaultsWallClockStep,
+// with the status shown from another time namespace, which judges the
+// window by the wall clock and so sees it lapsed: the guardian it asks
+// answers the time its window has left, which no clock changes. Its
+// answer named the window's end on its own monotonic clock, which that
+// reader could not compare: the status showed needs_reconciliation,
+// closed the fence and the guardian drained.
+func TestFaultsOtherTimeNamespaceAfterAWallStep(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || exec.Command(unshare, "--time", "--monotonic", "0", "true").Run() != nil {
+		t.Skip("no unshare that makes a time namespace here (util-linux 2.36 or later, and root)")
+	}
+	l := newFaultLab(t, 3, 20)
+	clock := filepath.Join(t.TempDir(), "clock")
+	if err := os.WriteFile(clock, []byte("0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inner := l.procmon
+	l.procmon = func(args ...string) *exec.Cmd {
+		c := inner(args...)
+		c.Env = append(c.Env, "PROCMON_FAULT_CLOCK="+clock)
+		return c
+	}
+	id, m := l.startMonitor("", "start", "--", "sleeper")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := filepath.Join(t.TempDir(), "procmon") // this binary is procmon under that name
+	if err := os.Symlink(exe, named); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(clock, []byte("3600000"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := l.procmon("status", id)
+	c.Path, c.Args = unshare, []string{unshare, "--time", "--monotonic", "0", named, "status", id}
+	r, _ := l.answer(c)
+	if s := r.Get("status").String(); s != state.StatusRunning {
+		t.Fatalf("from another time namespace, with the wall clock an hour ahead, %s is %s: %s", id, s, r.Raw)
+	}
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+		now, err := d.LoadMonitor(id)
+		if err == nil && now.Receipt != nil {
+			t.Fatalf("the guardian drained: %+v", now.Receipt)
 		}
 		if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
 			break

@@ -37,13 +37,16 @@ type controlReply struct {
 	Logged   int64  `json:"logged,omitempty"`
 	Lost     int64  `json:"lost,omitempty"`
 	LogError string `json:"log_error,omitempty"`
-	// CustodyUntilMonoMs is the end of the ownership window as the
-	// guardian last renewed it, on state.MonoNowMs's clock, which a record
-	// that could not be written lacks; StateError says why it could not.
-	CustodyUntilMonoMs int64               `json:"custody_until_mono_ms,omitempty"`
-	CustodyClock       string              `json:"custody_clock,omitempty"` // state.MonoClock of the guardian
-	StateError         string              `json:"state_error,omitempty"`
-	Error              *protocol.ErrorBody `json:"error,omitempty"`
+	// CustodyLeftMs is how long the ownership window the guardian last
+	// renewed has to run, which a record that could not be written lacks;
+	// StateError says why it could not. Time left, not an end: the reader
+	// may be in another time namespace, or read the wall clock after a
+	// step. CustodyUntilMs is the window's end on the wall clock as a
+	// guardian of an earlier procmon answers it.
+	CustodyLeftMs  int64               `json:"custody_left_ms,omitempty"`
+	CustodyUntilMs int64               `json:"custody_until_ms,omitempty"`
+	StateError     string              `json:"state_error,omitempty"`
+	Error          *protocol.ErrorBody `json:"error,omitempty"`
 }
 
 // controlServer is the guardian's end of the socket. The socket lives in
@@ -279,7 +282,7 @@ func (g *guardian) handle(conn *net.UnixConn) {
 			reply.LogError = *e
 		}
 		if g.custodyOpen() {
-			reply.CustodyUntilMonoMs, reply.CustodyClock = g.custodyUntil.Load(), state.MonoClock()
+			reply.CustodyLeftMs = g.custodyUntil.Load() - state.MonoNowMs()
 		}
 		if e := g.stateErr.Load(); e != nil {
 			reply.StateError = *e

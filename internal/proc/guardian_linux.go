@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -753,22 +754,25 @@ type escapes struct {
 func (g *guardian) lookForEscapes() *escapes {
 	e := &escapes{}
 	for _, s := range scanDescendants(g.self) {
-		if s.session == g.self || !s.alive() {
+		// A zombie still holds its session (and is the leader of one
+		// whose parent never reaps it): it may witness.
+		if s.session == g.self || s.state == 'X' {
 			continue
 		}
 		i := slices.IndexFunc(e.sessions, func(x state.EscapedSession) bool { return x.SID == s.session })
-		switch {
-		case i >= 0:
-			// The earliest-started member is the witness: the leader
-			// while it lives.
-			if w := &e.sessions[i]; s.startTicks < w.StartTicks {
-				w.PID, w.StartTicks = s.pid, s.startTicks
+		if i < 0 {
+			if len(e.sessions) == maxEscapedSessions {
+				e.truncated = true
+				continue
 			}
-		case len(e.sessions) < maxEscapedSessions:
-			e.sessions = append(e.sessions, state.EscapedSession{SID: s.session, PID: s.pid, StartTicks: s.startTicks})
-		default:
-			e.truncated = true
+			e.sessions = append(e.sessions, state.EscapedSession{SID: s.session})
+			i = len(e.sessions) - 1
 		}
+		// The earliest-started members witness, earliest first.
+		w := &e.sessions[i].Witnesses
+		*w = append(*w, state.Witness{PID: s.pid, StartTicks: s.startTicks})
+		slices.SortFunc(*w, func(a, b state.Witness) int { return cmp.Compare(a.StartTicks, b.StartTicks) })
+		*w = (*w)[:min(len(*w), state.MaxWitnesses)]
 	}
 	slices.SortFunc(e.sessions, func(a, b state.EscapedSession) int { return a.SID - b.SID })
 	return e
@@ -777,13 +781,15 @@ func (g *guardian) lookForEscapes() *escapes {
 // watchEscapes keeps g.escaped current until done is closed: a look every
 // period, or twenty times as long as the last look took when that is
 // more, so that a service of thousands of processes costs its guardian a
-// twentieth of a CPU at most. The look is off the heartbeat's path, which
+// twentieth of a CPU at most; never less often than every ten periods, so
+// that a look the guardian was stopped or starved through does not put
+// the next one off for long. The look is off the heartbeat's path, which
 // must renew within the grace whatever the size of the service.
 func (g *guardian) watchEscapes(period time.Duration, done <-chan struct{}) {
 	for {
 		began := time.Now()
 		g.escaped.Store(g.lookForEscapes())
-		t := time.NewTimer(max(period, 20*time.Since(began)))
+		t := time.NewTimer(min(max(period, 20*time.Since(began)), 10*period))
 		select {
 		case <-done:
 			t.Stop()

@@ -104,9 +104,7 @@ func (o *Observation) askGuardian(dir *state.Dir, custody state.Custody) {
 		// kernel holds it up to its bounds), whether or not its record
 		// could say so.
 		o.Status, o.Why = state.StatusSettling, ""
-	case reply.CustodyClock == state.MonoClock() && reply.CustodyUntilMonoMs >= state.MonoNowMs() && custody != state.CustodyGivenUp:
-		// (A reader in another time namespace than the guardian's cannot
-		// compare their monotonic clocks.)
+	case (reply.CustodyLeftMs > 0 || reply.CustodyUntilMs >= nowMs()) && custody != state.CustodyGivenUp:
 		o.Status, o.Why = state.StatusRunning, ""
 	default:
 		return

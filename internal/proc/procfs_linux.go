@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -218,48 +219,65 @@ type Member struct {
 // monitor waits for reconcile, which pid_max makes a matter of a pid
 // counter that wrapped meanwhile.
 func LostMembers(guardianPID int, guardianTicks uint64) []Member {
-	return sessionMembers(guardianPID, guardianTicks, false)
+	if guardianPID <= 1 {
+		return nil
+	}
+	var before uint64 // 0: no bound
+	if s, err := readStat(guardianPID); err == nil && s.startTicks != guardianTicks {
+		before = s.startTicks
+	}
+	return scanSession(guardianPID, guardianTicks, before, guardianPID)
 }
 
 // LostEscapees lists what is left of the sessions that a lost guardian
 // recorded its service's descendants had made (state.EscapedSession): the
-// members, leaders included, of each session whose witness still lives in
-// it, started no earlier than the witness. A session whose witness is gone
-// cannot be told from another that took its number once it ended (a
-// double-forked daemon's, whose leader has exited too): its processes are
-// left alone, and unproven counts the sessions that still have some.
+// members, leaders included, of each session one of whose witnesses is
+// still in it, started no earlier than the first witness. A session whose
+// witnesses are all gone cannot be told from another that took its number
+// once it ended (a double-forked daemon's, whose leader has exited too):
+// its processes are left alone, and unproven counts the sessions that
+// still have some.
 func LostEscapees(sessions []state.EscapedSession) (members []Member, unproven int) {
 	proven, unproven := provenSessions(sessions)
 	for _, e := range proven {
-		members = append(members, sessionMembers(e.SID, e.StartTicks, true)...)
+		members = append(members, provenMembers(e)...)
 	}
 	return members, unproven
 }
 
-// provenSessions returns the sessions whose witness still lives in them,
-// and how many of the others still have processes (see LostEscapees).
+// provenSessions returns the sessions one of whose witnesses is still in
+// them, alive or a zombie (whose pids are released only once it is
+// reaped), and how many of the others still have live processes.
 func provenSessions(sessions []state.EscapedSession) (proven []state.EscapedSession, unproven int) {
 	for _, e := range sessions {
-		if s, err := readStat(e.PID); err == nil && s.startTicks == e.StartTicks && s.alive() && s.session == e.SID {
+		witnessed := slices.ContainsFunc(e.Witnesses, func(w state.Witness) bool {
+			s, err := readStat(w.PID)
+			return err == nil && s.startTicks == w.StartTicks && s.state != 'X' && s.session == e.SID
+		})
+		switch {
+		case witnessed:
 			proven = append(proven, e)
-		} else if len(sessionMembers(e.SID, 0, true)) > 0 {
+		case len(scanSession(e.SID, 0, 0, 0)) > 0:
 			unproven++
 		}
 	}
 	return proven, unproven
 }
 
-// sessionMembers lists the live processes of session sid that started no
-// earlier than since, and before whatever holds the pid sid now unless
-// that is the leader that started at since; the leader itself only with
-// leader set.
-func sessionMembers(sid int, since uint64, leader bool) []Member {
+// provenMembers lists the live members of a proven session started no
+// earlier than its first witness. While the session has a member its
+// number is pinned, so whatever holds the pid of that number is its
+// leader, alive or a zombie: no bound on it applies.
+func provenMembers(e state.EscapedSession) []Member {
+	return scanSession(e.SID, e.Witnesses[0].StartTicks, 0, 0)
+}
+
+// scanSession lists the live processes of session sid that started no
+// earlier than since and, with before set, before it; skip, if not 0, is
+// a pid left out.
+func scanSession(sid int, since, before uint64, skip int) []Member {
 	if sid <= 1 {
 		return nil
-	}
-	var before uint64 // 0: no bound
-	if s, err := readStat(sid); err == nil && s.startTicks != since {
-		before = s.startTicks
 	}
 	d, err := os.Open("/proc")
 	if err != nil {
@@ -270,7 +288,7 @@ func sessionMembers(sid int, since uint64, leader bool) []Member {
 	var out []Member
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == sid && !leader {
+		if err != nil || pid == skip {
 			continue
 		}
 		s, err := readStat(pid)

@@ -103,7 +103,7 @@ func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSess
 	lost := func() []Member {
 		out := LostMembers(guardianPID, guardianTicks)
 		for _, e := range proven {
-			out = append(out, sessionMembers(e.SID, e.StartTicks, true)...)
+			out = append(out, provenMembers(e)...)
 		}
 		return out
 	}

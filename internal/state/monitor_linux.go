@@ -87,16 +87,27 @@ type Monitor struct {
 }
 
 // EscapedSession is a session made by a descendant of a guardian: its id
-// (its leader's pid) and a witness, the earliest-started member the
-// guardian saw in it (the leader while it lives), by pid and start time.
-// Every member started no earlier, since a session cannot be joined from
-// outside; and while the witness lives, the session's number cannot have
-// been handed out again.
+// (its leader's pid) and its witnesses, the earliest-started members the
+// guardian saw in it (the leader first while it exists, a zombie too), by
+// pid and start time, earliest first. Every member started no earlier than
+// the first, since a session cannot be joined from outside; and while one
+// of them is in it, the session's number cannot have been handed out
+// again.
 type EscapedSession struct {
-	SID        int    `json:"sid"`
+	SID       int       `json:"sid"`
+	Witnesses []Witness `json:"witnesses"`
+}
+
+// Witness is a process named by pid and start time.
+type Witness struct {
 	PID        int    `json:"pid"`
 	StartTicks uint64 `json:"start_ticks"`
 }
+
+// MaxWitnesses is how many witnesses an EscapedSession names: a daemon's
+// session whose short-lived intermediate was its earliest member stays
+// proven by the daemon.
+const MaxWitnesses = 3
 
 // Receipt is the terminal record of a monitor. It holds exit_code when the
 // process exited and signal when one killed it, never both, and neither
@@ -134,7 +145,9 @@ const (
 	// last heartbeat could not be seen (a reconciled monitor whose
 	// guardian was lost).
 	ContainmentGroupOnly = "group_only"
-	// ContainmentIncomplete: something may be left; the receipt names it.
+	// ContainmentIncomplete: something may be left. KillUnconfirmed names
+	// what survived SIGKILL; a recorded escaped session that could not be
+	// proven the service's any more is left alone, unnamed.
 	ContainmentIncomplete = "incomplete"
 )
 

@@ -385,10 +385,19 @@ func jsonAppendEscapedSession(b []byte, v *EscapedSession) []byte {
 	b = append(b, '{')
 	b = append(b, `"sid":`...)
 	b = protocol.AppendInt(b, v.SID)
-	b = append(b, `,"pid":`...)
-	b = protocol.AppendInt(b, v.PID)
-	b = append(b, `,"start_ticks":`...)
-	b = protocol.AppendUint(b, v.StartTicks)
+	b = append(b, `,"witnesses":`...)
+	if v.Witnesses == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.Witnesses {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonAppendWitness(b, &v.Witnesses[i0])
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 
@@ -515,10 +524,8 @@ func jsonDecodeEscapedSession(r gjson.Result, v *EscapedSession) bool {
 		switch k {
 		case "sid":
 			return protocol.DecodeInt[int](r, &v.SID)
-		case "pid":
-			return protocol.DecodeInt[int](r, &v.PID)
-		case "start_ticks":
-			return protocol.DecodeUint[uint64](r, &v.StartTicks)
+		case "witnesses":
+			return protocol.DecodeSlice(r, &v.Witnesses, jsonDecodeWitness)
 		}
 		return false
 	})
@@ -592,6 +599,15 @@ func jsonDecodeSandbox(r gjson.Result, v *Sandbox) bool {
 	})
 }
 
+func jsonAppendWitness(b []byte, v *Witness) []byte {
+	b = append(b, '{')
+	b = append(b, `"pid":`...)
+	b = protocol.AppendInt(b, v.PID)
+	b = append(b, `,"start_ticks":`...)
+	b = protocol.AppendUint(b, v.StartTicks)
+	return append(b, '}')
+}
+
 func jsonAppendSignalEvent(b []byte, v *SignalEvent) []byte {
 	b = append(b, '{')
 	b = append(b, `"signal":`...)
@@ -614,6 +630,18 @@ func jsonAppendWorkDuration(b []byte, v *WorkDuration) []byte {
 		b = protocol.AppendInt(b, *v.TimeoutSeconds)
 	}
 	return append(b, '}')
+}
+
+func jsonDecodeWitness(r gjson.Result, v *Witness) bool {
+	return protocol.EachField(r, func(k string, r gjson.Result) bool {
+		switch k {
+		case "pid":
+			return protocol.DecodeInt[int](r, &v.PID)
+		case "start_ticks":
+			return protocol.DecodeUint[uint64](r, &v.StartTicks)
+		}
+		return false
+	})
 }
 
 func jsonDecodeSignalEvent(r gjson.Result, v *SignalEvent) bool {
