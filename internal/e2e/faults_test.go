@@ -423,25 +423,10 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &state.Dir{Path: l.state}
-	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := d.LoadMonitor(id)
-		if err == nil && slices.ContainsFunc(rec.EscapedSessions, func(e state.EscapedSession) bool {
-			return e.SID == escapee && slices.Contains(e.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no heartbeat recorded the escapee's session in %v: %+v", patience, rec)
-		}
-	}
-	unix.Kill(m.GuardianPID, unix.SIGKILL)
-	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) { // a kill is only queued
-		t.Fatalf("guardian %d outlived SIGKILL by %v", m.GuardianPID, patience)
-	}
-	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
-		t.Fatalf("after its guardian was killed, %s is %s", id, s)
-	}
+	l.awaitEscapedSession(id, func(e state.EscapedSession) bool {
+		return e.SID == escapee && slices.Contains(e.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
+	})
+	l.loseGuardian(id, m)
 	r, _ := l.run("reconcile", "--grace", "1", id)
 	if r.Get("reason").String() != "reconciled" || !r.Get("group_empty_verified").Bool() {
 		t.Fatalf("reconcile answered %s", r.Raw)
@@ -496,21 +481,9 @@ func TestFaultsReconcileSparesAReusedSession(t *testing.T) {
 		}
 	}
 	escapee := pids[2]
-	d := &state.Dir{Path: l.state}
-	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := d.LoadMonitor(id)
-		if err == nil && slices.ContainsFunc(rec.EscapedSessions, func(e state.EscapedSession) bool { return e.SID == escapee }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no heartbeat recorded session %d", escapee)
-		}
-	}
-	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	l.awaitEscapedSession(id, func(e state.EscapedSession) bool { return e.SID == escapee })
+	l.loseGuardian(id, m)
 	reap(m.GuardianPID)
-	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
-		t.Fatalf("after its guardian was killed, %s is %s", id, s)
-	}
 	// What the service started ends before anyone reconciles.
 	for _, p := range pids {
 		unix.Kill(p, unix.SIGKILL)
@@ -577,31 +550,45 @@ func TestFaultsEscapeeOfAZombieLeader(t *testing.T) {
 	if !ok {
 		t.Fatalf("escapee %d is gone", g)
 	}
-	d := &state.Dir{Path: l.state}
-	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := d.LoadMonitor(id)
-		if err == nil && slices.ContainsFunc(rec.EscapedSessions, func(e state.EscapedSession) bool { return e.SID == st.sid }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no heartbeat recorded session %d in %v", st.sid, patience)
-		}
-	}
+	l.awaitEscapedSession(id, func(e state.EscapedSession) bool { return e.SID == st.sid })
 	if leader, ok := statOf(st.sid); !ok || leader.state != "Z" {
 		t.Fatalf("the session's leader %d is %+v: want a zombie", st.sid, leader)
 	}
-	unix.Kill(m.GuardianPID, unix.SIGKILL)
-	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) { // a kill is only queued
-		t.Fatalf("guardian %d outlived SIGKILL by %v", m.GuardianPID, patience)
-	}
-	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
-		t.Fatalf("after its guardian was killed, %s is %s", id, s)
-	}
+	l.loseGuardian(id, m)
 	r, _ := l.run("reconcile", "--grace", "1", id)
 	if proc.Matches(g, ticks) {
 		t.Fatalf("escapee %d of session %d, whose leader is a zombie, outlived reconcile: %s", g, st.sid, r.Raw)
 	}
 	l.settle()
+}
+
+// awaitEscapedSession waits until a heartbeat of monitor id has recorded
+// an escaped session that want accepts.
+func (l *faultLab) awaitEscapedSession(id string, want func(state.EscapedSession) bool) {
+	l.t.Helper()
+	d := &state.Dir{Path: l.state}
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := d.LoadMonitor(id)
+		if err == nil && slices.ContainsFunc(rec.EscapedSessions, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("no heartbeat of %s recorded the session in %v: %+v", id, patience, rec)
+		}
+	}
+}
+
+// loseGuardian kills the guardian of monitor id (recorded as m) and waits
+// until it is gone, as status must then say.
+func (l *faultLab) loseGuardian(id string, m *state.Monitor) {
+	l.t.Helper()
+	unix.Kill(m.GuardianPID, unix.SIGKILL)
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) { // a kill is only queued
+		l.t.Fatalf("guardian %d outlived SIGKILL by %v", m.GuardianPID, patience)
+	}
+	if s := l.status(id).Get("status").String(); s != state.StatusNeedsReconciliation {
+		l.t.Fatalf("after its guardian was killed, %s is %s", id, s)
+	}
 }
 
 // TestFaultsWallClockStep steps the wall clock an hour forward, then back,
@@ -613,44 +600,15 @@ func TestFaultsEscapeeOfAZombieLeader(t *testing.T) {
 // fence, and the guardian drained.
 func TestFaultsWallClockStep(t *testing.T) {
 	l := newFaultLab(t, 3, 20) // renewals every second
-	clock := filepath.Join(t.TempDir(), "clock")
-	step := func(ms string) {
-		if err := os.WriteFile(clock, []byte(ms), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	step("0")
-	inner := l.procmon
-	l.procmon = func(args ...string) *exec.Cmd {
-		c := inner(args...)
-		c.Env = append(c.Env, "PROCMON_FAULT_CLOCK="+clock)
-		return c
-	}
+	step := l.steppedClock()
 	id, _ := l.startMonitor("", "start", "--", "sleeper")
-	d := &state.Dir{Path: l.state}
 	for _, ms := range []string{"3600000", "-3600000"} {
 		step(ms)
 		if s := l.status(id).Get("status").String(); s != state.StatusRunning {
 			t.Fatalf("with the wall clock stepped by %s ms, %s is %s", ms, id, s)
 		}
-		// Two renewals under the stepped clock: the guardian's own check
-		// of its window passes too.
-		m, err := d.LoadMonitor(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-			now, err := d.LoadMonitor(id)
-			if err == nil && now.Receipt != nil {
-				t.Fatalf("with the wall clock stepped by %s ms, the guardian drained: %+v", ms, now.Receipt)
-			}
-			if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no two renewals in %v with the wall clock stepped by %s ms", patience, ms)
-			}
-		}
+		// The guardian's own check of its window passes too.
+		l.awaitRenewals(id, 2)
 		if s := l.status(id).Get("status").String(); s != state.StatusRunning {
 			t.Fatalf("after two renewals with the wall clock stepped by %s ms, %s is %s", ms, id, s)
 		}
@@ -669,41 +627,14 @@ func TestFaultsWallClockStep(t *testing.T) {
 // clock, it had lapsed, the status closed the custody fence and the
 // guardian drained.
 func TestFaultsOtherTimeNamespace(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil || exec.Command(unshare, "--time", "--monotonic", "3600", "true").Run() != nil {
-		t.Skip("no unshare that makes a time namespace here (util-linux 2.36 or later, and root)")
-	}
+	inNamespace := timeNamespace(t, "3600")
 	l := newFaultLab(t, 3, 20)
-	id, m := l.startMonitor("", "start", "--", "sleeper")
-	// unshare runs procmon by its path: this binary is procmon under that
-	// name.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := filepath.Join(t.TempDir(), "procmon")
-	if err := os.Symlink(exe, named); err != nil {
-		t.Fatal(err)
-	}
-	c := l.procmon("status", id)
-	c.Path, c.Args = unshare, []string{unshare, "--time", "--monotonic", "3600", named, "status", id}
-	r, _ := l.answer(c)
+	id, _ := l.startMonitor("", "start", "--", "sleeper")
+	r, _ := l.answer(inNamespace(l.procmon("status", id)))
 	if s := r.Get("status").String(); s != state.StatusRunning {
 		t.Fatalf("from a time namespace an hour ahead, %s is %s: %s", id, s, r.Raw)
 	}
-	d := &state.Dir{Path: l.state}
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		now, err := d.LoadMonitor(id)
-		if err == nil && now.Receipt != nil {
-			t.Fatalf("after a status from another time namespace, the guardian drained: %+v", now.Receipt)
-		}
-		if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no two renewals in %v", patience)
-		}
-	}
+	l.awaitRenewals(id, 2)
 	l.run("cancel", id)
 	l.settle()
 }
@@ -716,54 +647,85 @@ func TestFaultsOtherTimeNamespace(t *testing.T) {
 // reader could not compare: the status showed needs_reconciliation,
 // closed the fence and the guardian drained.
 func TestFaultsOtherTimeNamespaceAfterAWallStep(t *testing.T) {
-	unshare, err := exec.LookPath("unshare")
-	if err != nil || exec.Command(unshare, "--time", "--monotonic", "0", "true").Run() != nil {
-		t.Skip("no unshare that makes a time namespace here (util-linux 2.36 or later, and root)")
-	}
+	inNamespace := timeNamespace(t, "0")
 	l := newFaultLab(t, 3, 20)
-	clock := filepath.Join(t.TempDir(), "clock")
-	if err := os.WriteFile(clock, []byte("0"), 0o600); err != nil {
-		t.Fatal(err)
+	step := l.steppedClock()
+	id, _ := l.startMonitor("", "start", "--", "sleeper")
+	step("3600000")
+	r, _ := l.answer(inNamespace(l.procmon("status", id)))
+	if s := r.Get("status").String(); s != state.StatusRunning {
+		t.Fatalf("from another time namespace, with the wall clock an hour ahead, %s is %s: %s", id, s, r.Raw)
 	}
+	l.awaitRenewals(id, 2)
+	l.run("cancel", id)
+	l.settle()
+}
+
+// steppedClock has every later procmon of the lab, and the guardians they
+// start, read the wall clock stepped by what step is last given (in
+// milliseconds), as NTP or date -s would step it for them all.
+func (l *faultLab) steppedClock() (step func(ms string)) {
+	clock := filepath.Join(l.t.TempDir(), "clock")
+	step = func(ms string) {
+		if err := os.WriteFile(clock, []byte(ms), 0o600); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	step("0")
 	inner := l.procmon
 	l.procmon = func(args ...string) *exec.Cmd {
 		c := inner(args...)
 		c.Env = append(c.Env, "PROCMON_FAULT_CLOCK="+clock)
 		return c
 	}
-	id, m := l.startMonitor("", "start", "--", "sleeper")
+	return step
+}
+
+// timeNamespace returns what runs a procmon command of the lab in a new
+// time namespace whose monotonic clock is offset by the given seconds, or
+// skips the test where none can be made.
+func timeNamespace(t *testing.T, offset string) func(c *exec.Cmd) *exec.Cmd {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || exec.Command(unshare, "--time", "--monotonic", offset, "true").Run() != nil {
+		t.Skip("no unshare that makes a time namespace here (util-linux 2.36 or later, and root)")
+	}
+	// unshare runs procmon by its path: this binary is procmon under that
+	// name.
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := filepath.Join(t.TempDir(), "procmon") // this binary is procmon under that name
+	named := filepath.Join(t.TempDir(), "procmon")
 	if err := os.Symlink(exe, named); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(clock, []byte("3600000"), 0o600); err != nil {
-		t.Fatal(err)
+	return func(c *exec.Cmd) *exec.Cmd {
+		c.Path, c.Args = unshare, append([]string{unshare, "--time", "--monotonic", offset, named}, c.Args[1:]...)
+		return c
 	}
-	c := l.procmon("status", id)
-	c.Path, c.Args = unshare, []string{unshare, "--time", "--monotonic", "0", named, "status", id}
-	r, _ := l.answer(c)
-	if s := r.Get("status").String(); s != state.StatusRunning {
-		t.Fatalf("from another time namespace, with the wall clock an hour ahead, %s is %s: %s", id, s, r.Raw)
-	}
+}
+
+// awaitRenewals waits until the guardian of monitor id has renewed its
+// window n more times, and fails if it drains meanwhile.
+func (l *faultLab) awaitRenewals(id string, n int64) {
+	l.t.Helper()
 	d := &state.Dir{Path: l.state}
+	m, err := d.LoadMonitor(id)
+	if err != nil {
+		l.t.Fatal(err)
+	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
 		now, err := d.LoadMonitor(id)
 		if err == nil && now.Receipt != nil {
-			t.Fatalf("the guardian drained: %+v", now.Receipt)
+			l.t.Fatalf("the guardian of %s drained: %+v", id, now.Receipt)
 		}
-		if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+2 {
-			break
+		if err == nil && now.HeartbeatSeq >= m.HeartbeatSeq+n {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no two renewals in %v", patience)
+			l.t.Fatalf("the guardian of %s renewed its window fewer than %d times in %v", id, n, patience)
 		}
 	}
-	l.run("cancel", id)
-	l.settle()
 }
 
 // TestFaultsStartInterrupted interrupts procmon start where its handoff
