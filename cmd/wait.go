@@ -133,7 +133,8 @@ service keeps running.`,
 				id, timeoutSeconds = req.MonitorID, req.TimeoutSeconds
 			}
 			stopProgress := func() {}
-			if g.human && env.StdoutIsTerminal {
+			// A terminal that says TERM=dumb cannot erase a line.
+			if g.human && env.StdoutIsTerminal && env.Getenv("TERM") != "dumb" {
 				stopProgress = showProgress(env, id, cond)
 			}
 			resp, err := runWait(ctx, env, id, cond, timeoutSeconds)
