@@ -93,9 +93,8 @@ type guardian struct {
 	escaped atomic.Pointer[escapes]
 	// custodyUntil is the end of the ownership window as the guardian
 	// last renewed it, in milliseconds of state.MonoNowMs: the stored
-	// record's, or later when
-	// the record could not be written (a full disk). Past it, custody has
-	// lapsed for good.
+	// record's, or later when the record could not be written (a full
+	// disk). Past it, custody has lapsed for good.
 	custodyUntil atomic.Int64
 	// fenced says the monitor's directory held an open custody fence at
 	// the handoff (see custodyOpen).
