@@ -129,7 +129,7 @@ var schemaCatalog = &schema.Catalog{
 		"signal":                       "The name of the signal that killed the process (SIGTERM, SIGKILL, ...). Null when it exited by itself (see exit_code).",
 		"started_at_ms":                "When the process was spawned, in milliseconds since the Unix epoch.",
 		"ownership_expires_at_ms":      "End of the current ownership window, in milliseconds since the Unix epoch; the guardian renews it every grace/3 while custody holds. Past it without renewal the monitor needs reconciliation. The window is judged on the monotonic clock, so after a step of the wall clock this may show a time already past (or far ahead) until the next renewal. Liveness evidence only: it is not a deadline.",
-		"work_deadline_ms":             "When the work is drained as timed_out, in milliseconds since the Unix epoch: the smallest of the run's work duration, the monitor timeout and the request's timeout_seconds. Null when none applies.",
+		"work_deadline_ms":             "When the work is drained as timed_out, in milliseconds since the Unix epoch: the smallest of the run's work duration, the monitor timeout and the request's timeout_seconds. The guardian counts the time to it on the monotonic clock: after a step of the wall clock, the drain comes when that time has run, not at this figure. Null when none applies.",
 		"warnings":                     "Things the caller should know, e.g. a secret-looking variable too short to redact.",
 		"timeout_seconds":              "A chosen limit in seconds (a positive integer), counted from admission. Null or absent: none of this request's own.",
 		"heartbeat_seq":                "How many times the guardian has renewed the ownership window.",

@@ -591,18 +591,20 @@ func (l *faultLab) loseGuardian(id string, m *state.Monitor) {
 	}
 }
 
-// TestFaultsWallClockStep steps the wall clock an hour forward, then back,
-// under a running monitor, for its guardian and every command that looks
-// at it, as NTP or date -s would. Ownership windows are judged on the
-// monotonic clock, so the monitor stays running and its guardian renews
-// through both steps. Judged on the wall clock, the first status after the
-// step forward showed it as needing reconciliation and closed its custody
-// fence, and the guardian drained.
+// TestFaultsWallClockStep steps the wall clock two hours forward, then
+// back, under a running monitor with a work deadline an hour and a half
+// away, for its guardian and every command that looks at it, as NTP or
+// date -s would. Ownership windows are judged on the monotonic clock, and
+// the deadline counted on it from admission, so the monitor stays running
+// and its guardian renews through both steps. Judged on the wall clock,
+// the first status after the step forward showed it as needing
+// reconciliation and closed its custody fence, and the guardian drained;
+// and the guardian's next renewal found the deadline passed.
 func TestFaultsWallClockStep(t *testing.T) {
 	l := newFaultLab(t, 3, 20) // renewals every second
 	step := l.steppedClock()
-	id, _ := l.startMonitor("", "start", "--", "sleeper")
-	for _, ms := range []string{"3600000", "-3600000"} {
+	id, _ := l.startMonitor("", "start", "--timeout", "90m", "--", "sleeper")
+	for _, ms := range []string{"7200000", "-7200000"} {
 		step(ms)
 		if s := l.status(id).Get("status").String(); s != state.StatusRunning {
 			t.Fatalf("with the wall clock stepped by %s ms, %s is %s", ms, id, s)

@@ -88,6 +88,9 @@ type guardian struct {
 	finished  chan struct{}      // closed once the receipt is durable
 	receipted chan struct{}      // closed once the receipt exists, durable or not
 	receipt   atomic.Pointer[state.Receipt]
+	// deadlineAt is when the work deadline passes, on the monotonic
+	// clock (zero: none), set once custody is kept.
+	deadlineAt time.Time
 	// escaped is the latest look for the sessions the service's
 	// descendants made (watchEscapes), which the heartbeat records.
 	escaped atomic.Pointer[escapes]
@@ -622,7 +625,11 @@ func (g *guardian) keepCustody() {
 	defer settle.Stop()
 	var deadline <-chan time.Time
 	if d := g.spec.WorkDeadlineMs; d != nil {
-		t := time.NewTimer(time.Until(time.UnixMilli(*d)))
+		// The deadline is a time to run, counted from admission: once
+		// here it is kept on the monotonic clock (deadlineAt), which a
+		// step of the wall clock does not move.
+		g.deadlineAt = time.Now().Add(time.Duration(*d-nowMs()) * time.Millisecond)
+		t := time.NewTimer(time.Until(g.deadlineAt))
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -705,8 +712,7 @@ func (g *guardian) renew() (drainCause, bool) {
 	if g.spec.Owner != nil && !Matches(g.spec.Owner.PID, g.spec.Owner.StartTicks) {
 		return drainCause{status: state.StatusCancelled, reason: "owner_exited", graceMs: DefaultDrainGraceMs}, false
 	}
-	now := nowMs()
-	if d := g.spec.WorkDeadlineMs; d != nil && now >= *d {
+	if !g.deadlineAt.IsZero() && !time.Now().Before(g.deadlineAt) {
 		return drainCause{status: state.StatusTimedOut, reason: "deadline", graceMs: DefaultDrainGraceMs}, false
 	}
 	// saveRenewal checks, under the record's lock, that the record still
