@@ -26,9 +26,31 @@ import (
 
 // addNameFlag adds --name to a command that takes a monitor id.
 func addNameFlag(c *cobra.Command, env *Env, name *string) {
-	c.Flags().StringVar(name, "name", "", "the run's live monitor started with this --name (instead of an id)")
+	c.Flags().Var(nameValue{name}, "name", "the run's live monitor started with this --name (instead of an id)")
 	c.RegisterFlagCompletionFunc("name", completeNames(env))
 }
+
+// nameValue is the value of a --name that names a monitor: an empty one
+// names none, and was taken for no --name at all (the request then read
+// from stdin).
+type nameValue struct{ p *string }
+
+func (v nameValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v nameValue) Set(s string) error {
+	if s == "" {
+		return errors.New("empty; give the name the monitor was started with")
+	}
+	*v.p = s
+	return nil
+}
+
+func (v nameValue) Type() string { return "string" }
 
 // monitorArgs resolves the monitors a command line names: its arguments
 // (exact ids, unique id prefixes or names) and --name.
