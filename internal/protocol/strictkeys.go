@@ -51,6 +51,12 @@ func (w *keyWalk) value(t reflect.Type, path string, depth int) (err error, ok b
 		return nil, false
 	}
 	delim, isDelim := tok.(json.Delim)
+	if tok == nil && strings.HasSuffix(path, "[]") && t != nil && scalar(t.Kind()) {
+		// encoding/json reads a null element as the zero value: a secret
+		// of "" was then refused as too short.
+		field := strings.TrimSuffix(path, "[]")
+		return Errorf(CodeInvalidRequest, "field %q holds a null: each of its elements is a %s", field, kindName(t.Kind())).With("field", field), true
+	}
 	if !isDelim {
 		return nil, true
 	}
@@ -97,6 +103,27 @@ func (w *keyWalk) value(t reflect.Type, path string, depth int) (err error, ok b
 }
 
 var rawMessage = reflect.TypeOf(json.RawMessage(nil))
+
+// scalar reports whether a JSON null cannot stand for a value of kind k.
+func scalar(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// kindName is the JSON name of a scalar kind.
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	}
+	return "number"
+}
 
 func deref(t reflect.Type) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {

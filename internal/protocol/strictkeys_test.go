@@ -38,6 +38,9 @@ func TestReadRequestKeysAreExact(t *testing.T) {
 		{"case in an array of structs", `{"request":{"argv":["a"],"list":[{"kind":"a"},{"Kind":"b"}]}}`, "list[].Kind"},
 		{"duplicate in raw JSON", `{"request":{"argv":["a"],"condition":{"kind":"exit","kind":"exit"}}}`, "condition.kind"},
 		{"duplicate deep in raw JSON", `{"request":{"argv":["a"],"condition":{"x":[{"y":{"z":1,"z":2}}]}}}`, "condition.x[].y.z"},
+		// encoding/json would read a null element as "".
+		{"null in a list of strings", `{"request":{"argv":["a",null]}}`, "argv"},
+		{"null first in a list", `{"request":{"argv":[null]}}`, "argv"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +64,7 @@ func TestReadRequestKeysAreExact(t *testing.T) {
 // keys, as environment variable names are.
 func TestReadRequestExactKeysDecode(t *testing.T) {
 	var req strictRequest
-	body := `{"request":{"argv":["true"],"env":{"a":"1","A":"2"},"nested":{"kind":"exit"},"list":[{"kind":"a"}],"condition":{"kind":"exit","x":{"kind":1}}}}`
+	body := `{"request":{"argv":["true"],"env":{"a":"1","A":"2"},"nested":{"kind":"exit"},"list":[{"kind":"a"}],"condition":{"kind":"exit","x":{"kind":1,"n":[null]}}}}`
 	if err := ReadRequest(strings.NewReader(body), &req); err != nil {
 		t.Fatal(err)
 	}
