@@ -163,7 +163,10 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	// received before the handoff may not be in interrupts yet. Stop
 	// returns only once every signal received so far has been delivered;
 	// late, registered first, keeps one that comes meanwhile from killing
-	// start with the handoff decided but not yet answered.
+	// start with the handoff decided but not yet answered. (A signal sent
+	// to the process that another thread has taken from the kernel but not
+	// yet handed to the runtime comes too late: the answer then names the
+	// running service.)
 	late := make(chan os.Signal, 1)
 	signal.Notify(late, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(late)

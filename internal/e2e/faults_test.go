@@ -1460,9 +1460,17 @@ func TestFaultsExecKilled(t *testing.T) {
 
 // TestFaultsStartInterruptedOnceHandedOff signals procmon start while it
 // is stopped just before it reads a handoff the guardian has already
-// written: once resumed it reads it at once, and the interrupt, which
-// os/signal delivers to its channel from another goroutine, must still
-// be seen. Each start must answer wait_interrupted and drain.
+// written, so that once resumed it decides at once. Each start answers,
+// and names what it started: wait_interrupted with the drained receipt,
+// or, for an interrupt that came too late to count, the running handoff.
+//
+// Too late is possible: the kernel hands a signal sent to the process to
+// whichever of its threads runs first, and one that takes it may run the
+// runtime's handler only after start has decided (about one start in two
+// hundred here). An interrupt the runtime has received by then is always
+// seen (os/signal delivers to channels from a goroutine of its own, and
+// start waits for it), where before about one in ten was missed; and the
+// Python shim cancels a running answer that reaches it with an interrupt.
 func TestFaultsStartInterruptedOnceHandedOff(t *testing.T) {
 	l := newFaultLab(t, 30, 100)
 	for i := 0; i < 20; i++ {
@@ -1475,9 +1483,25 @@ func TestFaultsStartInterruptedOnceHandedOff(t *testing.T) {
 		unix.Kill(c.Process.Pid, unix.SIGINT)
 		unix.Kill(c.Process.Pid, unix.SIGCONT)
 		r, exited := end()
-		if !exited || r.Get("error.code").String() != string(protocol.CodeWaitInterrupted) {
+		switch {
+		case !exited:
 			l.settle()
-			t.Fatalf("start %d, interrupted, answered %s (exited %v): want wait_interrupted", i, r.Raw, exited)
+			t.Fatalf("start %d, interrupted, died unanswered", i)
+		case r.Get("error.code").String() == string(protocol.CodeWaitInterrupted):
+			if res := r.Get("error.details.result"); res.Get("reason").String() != "interrupted" || !res.Get("group_empty_verified").Bool() {
+				l.settle()
+				t.Fatalf("start %d answered %s: want the drained receipt", i, r.Raw)
+			}
+		case r.Get("status").String() == state.StatusRunning:
+			id := r.Get("monitor_id").String()
+			if s := l.status(id).Get("status").String(); s != state.StatusRunning {
+				l.settle()
+				t.Fatalf("start %d answered %s, and %s is %s", i, r.Raw, id, s)
+			}
+			l.run("cancel", id)
+		default:
+			l.settle()
+			t.Fatalf("start %d, interrupted, answered %s", i, r.Raw)
 		}
 	}
 	l.settle()
