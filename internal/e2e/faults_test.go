@@ -736,6 +736,7 @@ func (l *faultLab) awaitRenewals(id string, n int64) {
 // forked too) and answers wait_interrupted with the receipt, so no
 // service runs on that no answer named.
 func TestFaultsStartInterrupted(t *testing.T) {
+	drained := 0
 	for _, sig := range []unix.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP} {
 		t.Run(unix.SignalName(sig), func(t *testing.T) {
 			l := newFaultLab(t, 30, 20)
@@ -747,9 +748,17 @@ func TestFaultsStartInterrupted(t *testing.T) {
 			unix.Kill(c.Process.Pid, sig)
 			unix.Kill(c.Process.Pid, unix.SIGCONT)
 			r, exited := end()
+			if exited && r.Get("status").String() == state.StatusRunning {
+				// Too late to count (see TestFaultsStartInterruptedOnceHandedOff):
+				// the answer names the service.
+				l.run("cancel", r.Get("monitor_id").String())
+				l.settle()
+				return
+			}
 			if !exited || r.Get("error.code").String() != string(protocol.CodeWaitInterrupted) {
 				t.Fatalf("interrupted start answered %s (exited %v): want wait_interrupted", r.Raw, exited)
 			}
+			drained++
 			id := r.Get("error.details.monitor_id").String()
 			receipt := r.Get("error.details.result")
 			if receipt.Get("status").String() != state.StatusCancelled || receipt.Get("reason").String() != "interrupted" ||
@@ -761,6 +770,9 @@ func TestFaultsStartInterrupted(t *testing.T) {
 			}
 			l.settle()
 		})
+	}
+	if drained == 0 {
+		t.Fatal("no interrupted start drained what it started")
 	}
 }
 
@@ -1473,6 +1485,7 @@ func TestFaultsExecKilled(t *testing.T) {
 // Python shim cancels a running answer that reaches it with an interrupt.
 func TestFaultsStartInterruptedOnceHandedOff(t *testing.T) {
 	l := newFaultLab(t, 30, 100)
+	drained := 0
 	for i := 0; i < 20; i++ {
 		c := l.command("start:before_handoff", "start", "--", "sleeper")
 		end := l.background(c)
@@ -1492,6 +1505,7 @@ func TestFaultsStartInterruptedOnceHandedOff(t *testing.T) {
 				l.settle()
 				t.Fatalf("start %d answered %s: want the drained receipt", i, r.Raw)
 			}
+			drained++
 		case r.Get("status").String() == state.StatusRunning:
 			id := r.Get("monitor_id").String()
 			if s := l.status(id).Get("status").String(); s != state.StatusRunning {
@@ -1505,4 +1519,9 @@ func TestFaultsStartInterruptedOnceHandedOff(t *testing.T) {
 		}
 	}
 	l.settle()
+	// Too late is rare: a start that never drains on an interrupt is
+	// broken, not late.
+	if drained < 15 {
+		t.Fatalf("%d of 20 interrupted starts drained what they started", drained)
+	}
 }
