@@ -973,13 +973,7 @@ func TestFaultsStall(t *testing.T) {
 	}
 	stalled := l.status(id).Get("heartbeat_seq").Int()
 	unix.Kill(m.GuardianPID, unix.SIGCONT)
-	final := l.awaitReceipt(id)
-	if final.Get("status").String() != state.StatusCancelled || final.Get("reason").String() != "heartbeat_missed" || !final.Get("receipt.group_empty_verified").Bool() {
-		t.Fatalf("receipt of a guardian resumed past its window: %s", final.Raw)
-	}
-	if seq := final.Get("heartbeat_seq").Int(); seq != stalled {
-		t.Fatalf("the resumed guardian renewed its lapsed window: heartbeat %d, then %d", stalled, seq)
-	}
+	l.awaitMissedReceipt(id, stalled, "a guardian resumed past its window")
 	l.settle()
 }
 
@@ -1014,14 +1008,23 @@ func TestFaultsLockStall(t *testing.T) {
 	}
 	stalled := l.status(id).Get("heartbeat_seq").Int()
 	lock.Unlock()
+	l.awaitMissedReceipt(id, stalled, "a guardian that waited for its lock past its window")
+	l.settle()
+}
+
+// awaitMissedReceipt waits for the receipt of monitor id, whose guardian
+// (described by who) let its window lapse at heartbeat stalled: drained
+// for heartbeat_missed, its group verified empty, the lapsed window never
+// renewed.
+func (l *faultLab) awaitMissedReceipt(id string, stalled int64, who string) {
+	l.t.Helper()
 	final := l.awaitReceipt(id)
 	if final.Get("status").String() != state.StatusCancelled || final.Get("reason").String() != "heartbeat_missed" || !final.Get("receipt.group_empty_verified").Bool() {
-		t.Fatalf("receipt of a guardian that waited for its lock past its window: %s", final.Raw)
+		l.t.Fatalf("receipt of %s: %s", who, final.Raw)
 	}
 	if seq := final.Get("heartbeat_seq").Int(); seq != stalled {
-		t.Fatalf("the guardian renewed its lapsed window once it had the lock: heartbeat %d, then %d", stalled, seq)
+		l.t.Fatalf("%s renewed its lapsed window: heartbeat %d, then %d", who, stalled, seq)
 	}
-	l.settle()
 }
 
 // TestFaultsRunEndRacesStarts ends a run while starts in it are in
