@@ -29,6 +29,8 @@ func readDrainRequest(env *Env, c *cobra.Command, args []string, grace int64) (i
 		if c.Flags().Changed("grace") {
 			req.GraceSeconds = &grace
 		}
+	} else if err := flagForStdin(c, "grace", "grace_seconds"); err != nil {
+		return "", 0, err
 	} else if err := readRequest(env, c, &req); err != nil {
 		return "", 0, err
 	}

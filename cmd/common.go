@@ -62,6 +62,21 @@ func readRequest(env *Env, c *cobra.Command, v any) error {
 	return protocol.ReadRequest(env.Stdin, v)
 }
 
+// flagForStdin refuses a flag given with a request read from stdin, where
+// it would be ignored: each pair is a flag and the request field that
+// says the same. It is checked before stdin is read, so the refusal names
+// the flag rather than whatever the body lacks.
+func flagForStdin(c *cobra.Command, pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if c.Flags().Changed(pairs[i]) {
+			return protocol.Errorf(protocol.CodeInvalidRequest,
+				"--%s applies to a monitor named on the command line; name one (see %s --help), or give %q in the request on stdin",
+				pairs[i], c.CommandPath(), pairs[i+1]).With("field", pairs[i+1])
+		}
+	}
+	return nil
+}
+
 // respond writes one response object, or for a person its view.
 func respond(env *Env, g *globals, v any) error {
 	if g.human {

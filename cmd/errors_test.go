@@ -68,6 +68,12 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"unknown monitor", "", []string{"status", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
 		{"unknown monitor cancel", "", []string{"cancel", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
 		{"unknown run end", "", []string{"run", "end", "r_" + strings.Repeat("0", 26)}, "unknown_run", 4, "no run"},
+		// A flag that builds a request from the command line is refused
+		// with one read from stdin, which would go on without it.
+		{"grace with a body", `{"request": {"monitor_id": "m_` + strings.Repeat("0", 26) + `"}}`, []string{"cancel", "--grace", "1m"}, "invalid_request", 2, `--grace applies to a monitor named on the command line; name one (see procmon cancel --help)`},
+		{"grace with no body", "", []string{"reconcile", "--grace", "1m"}, "invalid_request", 2, `--grace applies to a monitor named on the command line; name one (see procmon reconcile --help)`},
+		{"max-bytes with a body", `{"request": {"monitor_id": "m_` + strings.Repeat("0", 26) + `"}}`, []string{"logs", "--max-bytes", "64"}, "invalid_request", 2, `--max-bytes applies to a monitor named on the command line; name one (see procmon logs --help)`},
+		{"offset with a body", `{"request": {"monitor_id": "m_` + strings.Repeat("0", 26) + `"}}`, []string{"logs", "--offset", "0"}, "invalid_request", 2, `--offset applies`},
 		{"unknown run show", "", []string{"run", "show", "r_" + strings.Repeat("0", 26)}, "unknown_run", 4, "no run"},
 		{"unknown run start", "", []string{"--run", "r_" + strings.Repeat("0", 26), "start", "sleep", "1"}, "unknown_run", 4, "no run"},
 		{"unknown flag", "", []string{"start", "--bogus"}, "invalid_request", 2, "bogus"},

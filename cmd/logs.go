@@ -109,6 +109,8 @@ may show up to a second more than asked, never less.`,
 				if c.Flags().Changed("offset") {
 					req.Offset = &offset
 				}
+			} else if err := flagForStdin(c, "max-bytes", "max_bytes", "offset", "offset"); err != nil {
+				return err
 			} else if err := readRequest(env, c, &req); err != nil {
 				return err
 			}
