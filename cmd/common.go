@@ -3,7 +3,9 @@
 package cmd
 
 import (
+	"errors"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -60,6 +62,26 @@ func readRequest(env *Env, c *cobra.Command, v any) error {
 		return protocol.Errorf(protocol.CodeInvalidRequest, "no request: give arguments and flags (see %s --help) or pipe {\"request\": {...}} on stdin", c.CommandPath())
 	}
 	return protocol.ReadRequest(env.Stdin, v)
+}
+
+// readOptionalRequest decodes the request on stdin, if any, of a command
+// whose request has no required field: an empty stdin is an empty
+// request, and a person at a terminal sends none. Anything else on stdin
+// is read as strictly as every request, never ignored.
+func readOptionalRequest(env *Env, v any) error {
+	if env.StdinIsTerminal {
+		return nil
+	}
+	if err := protocol.ReadRequest(env.Stdin, v); err != nil && !emptyBody(err) {
+		return err
+	}
+	return nil
+}
+
+// emptyBody reports whether a request error was only an empty stdin.
+func emptyBody(err error) bool {
+	var pe *protocol.Error
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Message, "empty request body")
 }
 
 // flagForStdin refuses a flag given with a request read from stdin, where

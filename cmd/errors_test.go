@@ -220,3 +220,54 @@ func TestUntypedErrorIsInternal(t *testing.T) {
 		t.Fatalf("a stray argument: exit %d %s", status, raw)
 	}
 }
+
+// TestRequestlessCommandsReadStdin: run end, run show, run list and list
+// read their request from stdin like every command: a body naming a run
+// acts on that run, and a body that is no request is refused, never
+// ignored (run end once ended the selected run whatever its body said).
+// An empty stdin is an empty request.
+func TestRequestlessCommandsReadStdin(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if status, _, raw := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: %s", raw)
+	}
+	_, created, raw := runIn(t, dir, "", "run", "new")
+	other, _ := created["run_id"].(string)
+	if other == "" {
+		t.Fatalf("run new: %s", raw)
+	}
+	_, created, raw = runIn(t, dir, "", "run", "new")
+	mine, _ := created["run_id"].(string)
+	if mine == "" {
+		t.Fatalf("run new: %s", raw)
+	}
+	for _, args := range [][]string{{"run", "end"}, {"run", "show"}, {"run", "list"}, {"list"}} {
+		status, resp, raw := runIn(t, dir, "garbage{", args...)
+		if status != 2 || errorCode(resp) != "invalid_request" {
+			t.Errorf("%v with a body that is no request: exit %d %s; want invalid_request", args, status, raw)
+		}
+	}
+	status, resp, raw := runIn(t, dir, `{"request": {"run_id": "r_nope"}}`, "run", "show")
+	if status != 2 || errorCode(resp) != "invalid_request" || !strings.Contains(raw, `"field":"run_id"`) {
+		t.Errorf("run show of an invalid run_id: exit %d %s; want invalid_request naming run_id", status, raw)
+	}
+	status, resp, raw = runIn(t, dir, `{"request": {"run_id": "`+other+`"}}`, "--run", mine, "run", "end")
+	if status != 0 || resp["run_id"] != other {
+		t.Fatalf("run end of %s by request: exit %d %s", other, status, raw)
+	}
+	_, shown, raw := runIn(t, dir, `{"request": {"run_id": "`+other+`"}}`, "run", "show")
+	if shown["run_id"] != other || shown["ended_at_ms"] == nil {
+		t.Errorf("run show of %s by request: %s; want it, ended", other, raw)
+	}
+	_, shown, raw = runIn(t, dir, "", "--run", mine, "run", "show")
+	if shown["run_id"] != mine || shown["ended_at_ms"] != nil {
+		t.Errorf("run show of the selected run: %s; want %s, not ended", raw, mine)
+	}
+	_, listed, raw := runIn(t, dir, `{"request": {"all_runs": true}}`, "list")
+	if _, ok := listed["monitors"]; !ok || listed["run_id"] != nil {
+		t.Errorf("list with all_runs by request: %s; want every run's monitors, no run_id", raw)
+	}
+	if status, _, raw := runIn(t, dir, `{"request": {}}`, "run", "list"); status != 0 {
+		t.Errorf("run list with an empty request: exit %d %s", status, raw)
+	}
+}

@@ -12,8 +12,9 @@ import (
 	"procmon/internal/protocol"
 )
 
+// listOptions is the request of list: by flag, or on stdin.
 type listOptions struct {
-	allRuns bool
+	AllRuns bool `json:"all_runs,omitempty"`
 }
 
 // listRow is one monitor in a listing; a monitor whose record cannot be
@@ -44,10 +45,15 @@ otherwise. The table shows each id as its shortest unique start, which
 every command takes back in place of the id.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if !flagsUsed(c) {
+				if err := readOptionalRequest(env, &opts); err != nil {
+					return err
+				}
+			}
 			return runList(env, g, opts)
 		},
 	}
-	c.Flags().BoolVar(&opts.allRuns, "all-runs", false, "list the monitors of every run")
+	c.Flags().BoolVar(&opts.AllRuns, "all-runs", false, "list the monitors of every run")
 	return c
 }
 
@@ -57,7 +63,7 @@ func runList(env *Env, g *globals, opts listOptions) error {
 		return err
 	}
 	resp := listResponse{Monitors: []listRow{}}
-	if !opts.allRuns {
+	if !opts.AllRuns {
 		if resp.RunID, err = selectedRun(env, g); err != nil {
 			return err
 		}
@@ -83,7 +89,7 @@ func runList(env *Env, g *globals, opts listOptions) error {
 			resp.Monitors = append(resp.Monitors, errorRow(id, err))
 			continue
 		}
-		if !opts.allRuns && o.Monitor.RunID != resp.RunID {
+		if !opts.AllRuns && o.Monitor.RunID != resp.RunID {
 			continue
 		}
 		row := listRow{MonitorID: id, monitorView: &monitorView{}}

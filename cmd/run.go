@@ -25,6 +25,30 @@ type runNewRequest struct {
 	Tools             []string `json:"tools,omitempty"`
 }
 
+// runRequest names the run that run end and run show act on; left out,
+// the selected one.
+type runRequest struct {
+	RunID string `json:"run_id,omitempty"`
+}
+
+// requestedRun is the run a command that acts on one names: the argument,
+// else the request's run_id, else the selected run. The request is read
+// from stdin when no argument is given; an empty stdin is an empty
+// request.
+func requestedRun(env *Env, g *globals, args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], state.ValidRunID(args[0])
+	}
+	var req runRequest
+	if err := readOptionalRequest(env, &req); err != nil {
+		return "", err
+	}
+	if req.RunID != "" {
+		return req.RunID, state.ValidRunID(req.RunID)
+	}
+	return selectedRun(env, g)
+}
+
 func newRunCmd(env *Env, g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
@@ -58,8 +82,8 @@ run allows (comma-separated; default all of them: ` + strings.Join(state.Tools, 
 A run with --native-checkpoints refuses monitors.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if !flagsUsed(c) && !env.StdinIsTerminal {
-				if err := protocol.ReadRequest(env.Stdin, &req); err != nil && !emptyBody(err) {
+			if !flagsUsed(c) {
+				if err := readOptionalRequest(env, &req); err != nil {
 					return err
 				}
 			}
@@ -77,13 +101,6 @@ A run with --native-checkpoints refuses monitors.`,
 	c.Flags().BoolVar(&req.NativeCheckpoints, "native-checkpoints", false, "the invocation uses native checkpoints (monitors are refused)")
 	c.Flags().StringVar(&tools, "tools", "", "comma-separated monitor tools the run allows")
 	return c
-}
-
-// emptyBody reports whether a request error was only an empty stdin, which
-// run new takes as "no options".
-func emptyBody(err error) bool {
-	var pe *protocol.Error
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Message, "empty request body")
 }
 
 func runNew(env *Env, req runNewRequest) (*state.Run, error) {
@@ -126,10 +143,7 @@ them with procmon reconcile.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
-			id, err := selectedRun(env, g)
-			if len(args) == 1 {
-				id, err = args[0], state.ValidRunID(args[0])
-			}
+			id, err := requestedRun(env, g, args)
 			if err != nil {
 				return err
 			}
@@ -170,6 +184,9 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 		Short: "List the runs",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := readOptionalRequest(env, &runListRequest{}); err != nil {
+				return err
+			}
 			dir, err := openState(env)
 			if err != nil {
 				return err
@@ -198,10 +215,7 @@ func newRunShowCmd(env *Env, g *globals) *cobra.Command {
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
-			id, err := selectedRun(env, g)
-			if len(args) == 1 {
-				id, err = args[0], state.ValidRunID(args[0])
-			}
+			id, err := requestedRun(env, g, args)
 			if err != nil {
 				return err
 			}

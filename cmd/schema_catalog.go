@@ -24,6 +24,9 @@ type commandSchema struct {
 	ResponseAnyOf []reflect.Type
 }
 
+// runListRequest is the request of run list, which has no fields.
+type runListRequest struct{}
+
 // runListResponse is what run list prints.
 type runListResponse struct {
 	Runs []runView `json:"runs"`
@@ -78,7 +81,7 @@ var commandSchemas = []commandSchema{
 	{
 		Command:     "list",
 		Description: "List the monitors of the run, one row each; a monitor whose record cannot be trusted is a row with its error.",
-		Response:    reflect.TypeFor[listResponse](),
+		Request:     reflect.TypeFor[listOptions](), Response: reflect.TypeFor[listResponse](),
 	},
 	{
 		Command:     "configure",
@@ -92,18 +95,18 @@ var commandSchemas = []commandSchema{
 	},
 	{
 		Command:     "run end",
-		Description: "End the selected run: refuse further starts and execs, drain every monitor it owns, and print the receipts.",
-		Response:    reflect.TypeFor[runEndResponse](),
+		Description: "End a run (run_id, else the selected one): refuse further starts and execs, drain every monitor it owns, and print the receipts.",
+		Request:     reflect.TypeFor[runRequest](), Response: reflect.TypeFor[runEndResponse](),
 	},
 	{
 		Command:     "run list",
 		Description: "List the runs.",
-		Response:    reflect.TypeFor[runListResponse](),
+		Request:     reflect.TypeFor[runListRequest](), Response: reflect.TypeFor[runListResponse](),
 	},
 	{
 		Command:     "run show",
-		Description: "Show a run: frozen policy, grants, owner and budget used.",
-		Response:    reflect.TypeFor[runView](),
+		Description: "Show a run (run_id, else the selected one): frozen policy, grants, owner and budget used.",
+		Request:     reflect.TypeFor[runRequest](), Response: reflect.TypeFor[runView](),
 	},
 }
 
@@ -227,6 +230,8 @@ var schemaCatalog = &schema.Catalog{
 		"Observation.signal":            "The killing signal from the receipt, when a signal ended the monitor. Absent otherwise.",
 		"statusRequest.monitor_id":      "The monitor to show. Required for process_status; on the command line, leaving it out lists the run's monitors.",
 		"listResponse.run_id":           "The run whose monitors are listed; absent with --all-runs.",
+		"listOptions.all_runs":          "List the monitors of every run (--all-runs) instead of the selected one's.",
+		"runRequest.run_id":             "The run to act on; absent: the selected one (--run, PROCMON_RUN, else default).",
 		"listRow.monitor_id":            "The monitor's id.",
 		"monitorView.monitor_id":        "The monitor's id.",
 		"monitorView.reason":            "Why custody ended, from the receipt. Absent while it runs.",

@@ -49,7 +49,7 @@ any other is a name.
 				}
 			}
 			if req.MonitorID == nil {
-				return runList(env, g, listOptions{allRuns: all})
+				return runList(env, g, listOptions{AllRuns: all})
 			}
 			v, err := runStatus(env, *req.MonitorID)
 			if err != nil {
