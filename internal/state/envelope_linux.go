@@ -85,7 +85,7 @@ func readRecord(root, dir, name, kind string, v any) error {
 // writers write, encoding/json whatever else.
 func decodeRecord(path, kind string, data []byte, v any) error {
 	corrupt := func(why string) error {
-		return protocol.Errorf(protocol.CodeStateCorrupt, "%s record %s is damaged (%s); it is not trusted. Inspect or remove it by hand", kind, path, why).With("path", path)
+		return protocol.Errorf(protocol.CodeStateCorrupt, "%s record %s is damaged (%s); it is not trusted", kind, path, why).With("path", path)
 	}
 	var env envelope
 	if !decodeGenerated(data, &env) {
