@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // encoding/json matches an object's keys to struct fields ignoring case and
@@ -18,20 +21,40 @@ import (
 // the decoder, which refuses it, rather than walked.
 const maxKeyDepth = 10000
 
-// checkKeys refuses duplicate keys at any depth of data, and keys that name
-// a field of the type at their place only when case is ignored. With
+// checkKeys refuses duplicate keys at any depth of data, keys that name
+// a field of the type at their place only when case is ignored, and
+// strings that hold no text (checkText). With
 // skipRaw, a json.RawMessage field is not looked into: its caller decodes
 // it strictly in turn, and names its fields from there.
 func checkKeys(data []byte, t reflect.Type, skipRaw bool) error {
-	w := keyWalk{dec: json.NewDecoder(bytes.NewReader(data)), skipRaw: skipRaw}
+	w := keyWalk{data: data, dec: json.NewDecoder(bytes.NewReader(data)), skipRaw: skipRaw}
 	w.dec.UseNumber()
 	err, _ := w.value(t, "", 0)
 	return err
 }
 
 type keyWalk struct {
+	data    []byte
 	dec     *json.Decoder
 	skipRaw bool
+}
+
+// token reads the next token, and refuses a string (a key or a value at
+// path) that holds no text.
+func (w *keyWalk) token(path string) (json.Token, error, bool) {
+	from := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	if err != nil {
+		return nil, nil, false
+	}
+	if _, ok := tok.(string); ok {
+		// The bytes read hold the string's literal, after the separators
+		// and spaces before it.
+		if err := checkText(w.data[from:w.dec.InputOffset()], path); err != nil {
+			return nil, err, true
+		}
+	}
+	return tok, nil, true
 }
 
 // value reads one value, where the type t (nil when unknown) is expected
@@ -46,9 +69,9 @@ func (w *keyWalk) value(t reflect.Type, path string, depth int) (err error, ok b
 		var skipped json.RawMessage
 		return nil, dec.Decode(&skipped) == nil
 	}
-	tok, terr := dec.Token()
-	if terr != nil {
-		return nil, false
+	tok, err, ok := w.token(path)
+	if err != nil || !ok {
+		return err, ok
 	}
 	delim, isDelim := tok.(json.Delim)
 	if tok == nil && strings.HasSuffix(path, "[]") && t != nil && scalar(t.Kind()) {
@@ -75,9 +98,9 @@ func (w *keyWalk) value(t reflect.Type, path string, depth int) (err error, ok b
 	case '{':
 		seen := map[string]bool{}
 		for dec.More() {
-			tok, terr := dec.Token()
-			if terr != nil {
-				return nil, false
+			tok, err, ok := w.token(path)
+			if err != nil || !ok {
+				return err, ok
 			}
 			key, _ := tok.(string)
 			field := joinPath(path, key)
@@ -103,6 +126,44 @@ func (w *keyWalk) value(t reflect.Type, path string, depth int) (err error, ok b
 }
 
 var rawMessage = reflect.TypeOf(json.RawMessage(nil))
+
+// checkText refuses a string literal (raw, as sent) that holds bytes that
+// are not UTF-8, or an escaped UTF-16 surrogate without its other half.
+// encoding/json reads either as U+FFFD, so the request would go on with a
+// character that was not sent: a command run on another file's name, a
+// secret redacted with one of its bytes changed. Python writes a lone
+// surrogate for each byte of a file name that is not UTF-8 (os.fsdecode).
+func checkText(raw []byte, path string) error {
+	field := strings.TrimSuffix(path, "[]")
+	if field == "" {
+		field = "request"
+	}
+	if !utf8.Valid(raw) {
+		return Errorf(CodeInvalidRequest, "field %q holds bytes that are not UTF-8: a request is UTF-8 text, and a byte string that is not (a file name, a secret) cannot be sent in one", field).With("field", field)
+	}
+	for i := 0; i+1 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped byte
+		if raw[i] != 'u' || i+4 >= len(raw) {
+			continue
+		}
+		v, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 16)
+		if err != nil || !utf16.IsSurrogate(rune(v)) {
+			continue
+		}
+		i += 4
+		if v < 0xDC00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+			if lo, err := strconv.ParseUint(string(raw[i+3:i+7]), 16, 16); err == nil && lo >= 0xDC00 && lo < 0xE000 {
+				i += 6
+				continue
+			}
+		}
+		return Errorf(CodeInvalidRequest, "field %q holds %s, half of a UTF-16 surrogate pair without the other half: it stands for no character (Python writes one for each byte of a file name that is not UTF-8)", field, raw[i-5:i+1]).With("field", field)
+	}
+	return nil
+}
 
 // scalar reports whether a JSON null cannot stand for a value of kind k.
 func scalar(k reflect.Kind) bool {

@@ -41,6 +41,14 @@ func TestReadRequestKeysAreExact(t *testing.T) {
 		// encoding/json would read a null element as "".
 		{"null in a list of strings", `{"request":{"argv":["a",null]}}`, "argv"},
 		{"null first in a list", `{"request":{"argv":[null]}}`, "argv"},
+		// encoding/json would read each as U+FFFD, a character not sent.
+		{"bytes not UTF-8", "{\"request\":{\"argv\":[\"cat\",\"f\xff\"]}}", "argv"},
+		{"bytes not UTF-8 in a key", "{\"request\":{\"argv\":[\"a\"],\"env\":{\"K\xfe\":\"v\"}}}", "env"},
+		{"a lone low surrogate", `{"request":{"argv":["cat","f\udcff"]}}`, "argv"},
+		{"a lone high surrogate", `{"request":{"argv":["a"],"env":{"A":"x\ud83dy"}}}`, "env.A"},
+		{"a high surrogate at the end", `{"request":{"argv":["a"],"cwd":"\ud83d"}}`, "cwd"},
+		{"two high surrogates", `{"request":{"argv":["\ud83d\ud83d"]}}`, "argv"},
+		{"bytes not UTF-8 in raw JSON", "{\"request\":{\"argv\":[\"a\"],\"condition\":{\"text\":\"\xc3\"}}}", "condition.text"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,12 +72,17 @@ func TestReadRequestKeysAreExact(t *testing.T) {
 // keys, as environment variable names are.
 func TestReadRequestExactKeysDecode(t *testing.T) {
 	var req strictRequest
-	body := `{"request":{"argv":["true"],"env":{"a":"1","A":"2"},"nested":{"kind":"exit"},"list":[{"kind":"a"}],"condition":{"kind":"exit","x":{"kind":1,"n":[null]}}}}`
+	body := `{"request":{"argv":["true","\ud83d\udd11 \\udcff \u00e9 é"],"env":{"a":"1","A":"2"},"nested":{"kind":"exit"},"list":[{"kind":"a"}],"condition":{"kind":"exit","x":{"kind":1,"n":[null]}}}}`
 	if err := ReadRequest(strings.NewReader(body), &req); err != nil {
 		t.Fatal(err)
 	}
-	if len(req.Argv) != 1 || req.Env["a"] != "1" || req.Env["A"] != "2" || req.Nested.Kind != "exit" {
+	if len(req.Argv) != 2 || req.Env["a"] != "1" || req.Env["A"] != "2" || req.Nested.Kind != "exit" {
 		t.Fatalf("decoded %+v", req)
+	}
+	// A pair is one character, and an escaped backslash before u begins
+	// no escape.
+	if want := "\U0001F511 \\udcff \u00e9 \u00e9"; req.Argv[1] != want {
+		t.Fatalf("argv[1] = %q, want %q", req.Argv[1], want)
 	}
 }
 
