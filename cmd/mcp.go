@@ -63,6 +63,9 @@ type mcpSession struct {
 	runID  string
 	owned  bool  // created for this session, ended with it
 	runErr error // why the run could not be created yet
+	// badRun is why the run given to the server cannot be used: every
+	// call answers it, since a server's stdout carries JSON-RPC only.
+	badRun error
 }
 
 func runMCP(ctx context.Context, env *Env, g *globals) error {
@@ -71,9 +74,7 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 		s.runID = env.Getenv("PROCMON_RUN")
 	}
 	if s.runID != "" {
-		if err := state.ValidRunID(s.runID); err != nil {
-			return err
-		}
+		s.badRun = state.ValidRunID(s.runID)
 	} else {
 		// Made now, so the session's budget and policy are frozen at its
 		// start; if monitors are not configured yet, every call tries again
@@ -112,6 +113,9 @@ func (nopWriteCloser) Close() error { return nil }
 func (s *mcpSession) sessionRun() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.badRun != nil {
+		return "", s.badRun
+	}
 	if s.runID != "" {
 		return s.runID, nil
 	}
