@@ -118,8 +118,8 @@ func (r *Run) Grants(tool string) error {
 }
 
 // Admit opens the run a new command (tool is StartTool or ExecTool) is
-// to be run in and checks that it may be: the run grants the tool and
-// has not ended. A run whose owner has exited (ownerAlive says, for a
+// to be run in and checks that it may be: the run grants the tool, has
+// not ended and has work duration left. A run whose owner has exited (ownerAlive says, for a
 // bound run) has ended: that is recorded, as the owner's watchers would,
 // and the command is refused. The command's slot is taken later, under
 // the run's lock, which refuses it should the run end meanwhile.
@@ -133,6 +133,13 @@ func (d *Dir) Admit(runID, tool string, nowMs int64, ownerAlive func(Owner) bool
 	}
 	if run.EndedAtMs != nil {
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and takes no more commands", run.RunID).With("run_id", run.RunID)
+	}
+	if d := run.WorkDeadline(nowMs, nil); d != nil && *d <= nowMs {
+		// Only the run's work duration, counted from its creation, can
+		// have passed: a command admitted now would be drained at once,
+		// its slot spent, after an answer that it runs.
+		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has used its work duration (%d s from its creation) and takes no more commands",
+			run.RunID, *run.Policy.Sandbox.WorkDuration.TimeoutSeconds).With("run_id", run.RunID).With("work_deadline_ms", *d)
 	}
 	if o := run.Owner; o != nil && !ownerAlive(*o) {
 		_, err := d.UpdateRun(run.RunID, func(r *Run) error {

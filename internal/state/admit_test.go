@@ -66,6 +66,36 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+// TestAdmitRefusesPastTheWorkDuration: a run whose work duration has
+// passed admits no command (run_ended, naming the deadline), rather than
+// one that its deadline drains at once; a monitor timeout, counted from
+// admission, never refuses.
+func TestAdmitRefusesPastTheWorkDuration(t *testing.T) {
+	alive := func(Owner) bool { return true }
+	d := openTestDir(t)
+	s := ExampleSettings()
+	seconds, timeout := int64(3), int64(1)
+	s.Sandbox.WorkDuration.TimeoutSeconds = &seconds
+	s.Sandbox.MonitorTimeoutSeconds = &timeout
+	if err := d.SaveSettings(s); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.CreateNewRun(NewRun{}, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Admit(r.RunID, StartTool, 12_999, alive); err != nil {
+		t.Fatalf("admit 1 ms before the work duration ends: %v", err)
+	}
+	for _, tool := range []string{StartTool, ExecTool} {
+		_, err := d.Admit(r.RunID, tool, 13_000, alive)
+		pe := protocol.AsError(err)
+		if !protocol.HasCode(err, protocol.CodeRunEnded) || pe.Details["work_deadline_ms"] != int64(13_000) {
+			t.Errorf("%s once the work duration has passed: %v (details %v), want run_ended at 13000", tool, err, pe.Details)
+		}
+	}
+}
+
 // TestAdmitRecordsAnExitedOwner: a run whose owner has exited has ended;
 // the first command to see it records the end, and it is refused.
 func TestAdmitRecordsAnExitedOwner(t *testing.T) {
