@@ -46,6 +46,14 @@ func advice(pe *protocol.Error) string {
 		}
 		return "enable them with: procmon configure --enable"
 	case protocol.CodeToolNotAllowed:
+		if id, run := detail("monitor_id"), detail("run_id"); id != "" && run != "" {
+			// Selecting another run changes nothing: the monitor's own
+			// run grants what may act on it.
+			if detail("tool") == state.CancelTool {
+				return "the run that started " + id + " decides, whichever run is selected; procmon run end " + run + " drains every monitor of that run"
+			}
+			return "the run that started " + id + " decides, whichever run is selected"
+		}
 		return "create a run that allows it with procmon run new (without --tools, every tool), and select it with --run ID or PROCMON_RUN=ID"
 	case protocol.CodeCheckpointsIncompat:
 		return "create a run without --native-checkpoints"

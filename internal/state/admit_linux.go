@@ -189,5 +189,9 @@ func (d *Dir) AdmitFor(m *Monitor, tool string, nowMs int64) error {
 	if err != nil {
 		return err
 	}
-	return r.Grants(tool)
+	if err := r.Grants(tool); err != nil {
+		// The monitor's run decides, whichever run is selected.
+		return protocol.AsError(err).With("monitor_id", m.MonitorID)
+	}
+	return nil
 }
