@@ -157,7 +157,14 @@ def process_status(
     env: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """Return a monitor's record and status. Request: ``monitor_id``."""
-    return _call("status", request, run=run, binary=binary, env=env)
+    inner = _unwrap(request)
+    if inner.get("monitor_id") is None:
+        # procmon status without one lists the run's monitors, for people;
+        # the tool shows one monitor, as its spec and procmon mcp say.
+        raise ProcmonError(
+            "invalid_request", 'field "monitor_id" is required', {"field": "monitor_id"}
+        )
+    return _call("status", inner, run=run, binary=binary, env=env)
 
 
 def process_logs(

@@ -410,6 +410,18 @@ class ErrorTest(ProcmonToolsTest):
                         self.call(TOOLS[name], _request_naming(name, bad))
                     self.assertProcmonError(raised, "invalid_request", 2)
 
+    def test_missing_monitor_id(self):
+        # process_status too: procmon status without one would list the
+        # run's monitors, a shape the tool's spec does not have.
+        for name in MONITOR_TOOLS:
+            for request in ({}, {"monitor_id": None}, {"request": {}}):
+                with self.subTest(tool=name, request=request):
+                    with self.assertRaises(ProcmonError) as raised:
+                        self.call(TOOLS[name], request)
+                    self.assertEqual(raised.exception.code, "invalid_request")
+                    if name == "process_status":
+                        self.assertEqual(raised.exception.details.get("field"), "monitor_id")
+
     def test_invalid_condition(self):
         started = self.start_owned({"argv": SLEEPER})
         conditions = [
