@@ -1205,6 +1205,8 @@ func TestFaultsFullDisk(t *testing.T) {
 	hid := healthy.Get("monitor_id").String()
 	loud, _ := l.run("start", "--name", "loud", "--", "sh", "-c", "while :; do printer -bytes 65536; sleep 0.1; done")
 	lid := loud.Get("monitor_id").String()
+	loud2, _ := l.run("start", "--name", "loud2", "--", "sh", "-c", "while :; do printer -bytes 65536; sleep 0.1; done")
+	l2id := loud2.Get("monitor_id").String()
 	quick, _ := l.startMonitor("", "start", "--name", "quick", "--", "sleeper")
 	stalled, sm := l.startMonitor("", "start", "--name", "stalled", "--", "sleeper")
 	unfenced, um := l.startMonitor("", "start", "--name", "unfenced", "--", "sleeper")
@@ -1292,6 +1294,15 @@ func TestFaultsFullDisk(t *testing.T) {
 			t.Fatalf("the loud service's output stopped being read: %s", first.Raw)
 		}
 	}
+	// Once it has drained, its receipt and its counters are the
+	// guardian's, not the record's, which are as old as the disk's filling.
+	if r, _ := l.run("cancel", "--grace", "1", l2id); r.Get("status").String() != state.StatusCancelled {
+		t.Fatalf("cancel of a loud service on a full disk answered %s", r.Raw)
+	}
+	if s := l.status(l2id); s.Get("status").String() != state.StatusCancelled || s.Get("log_bytes_lost").Int() == 0 ||
+		!strings.Contains(s.Get("log_error").String(), "no space") || s.Get("captured_bytes").Int() <= s.Get("log_bytes").Int() {
+		t.Fatalf("status of a drained service whose output could not be stored: %s", s.Raw)
+	}
 	// A cancel gets the guardian's verified receipt, though it cannot be
 	// stored yet.
 	r, _ := l.run("cancel", "--grace", "1", hid)
@@ -1304,7 +1315,7 @@ func TestFaultsFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &state.Dir{Path: l.state}
-	for _, want := range []struct{ id, reason string }{{hid, "cancel"}, {quick, "cancel"}, {stalled, "heartbeat_missed"}, {unfenced, "heartbeat_missed"}} {
+	for _, want := range []struct{ id, reason string }{{hid, "cancel"}, {l2id, "cancel"}, {quick, "cancel"}, {stalled, "heartbeat_missed"}, {unfenced, "heartbeat_missed"}} {
 		for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
 			m, err := d.LoadMonitor(want.id)
 			if err == nil && m.Receipt != nil && m.Receipt.Reason == want.reason && m.Receipt.GroupEmptyVerified {

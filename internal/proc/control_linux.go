@@ -408,11 +408,16 @@ func LiveCounters(dir *state.Dir, m *state.Monitor) (stateError string) {
 	if err != nil {
 		return ""
 	}
+	reply.counters(m)
+	return reply.StateError
+}
+
+// counters brings m's output counters up to those of the reply.
+func (reply *controlReply) counters(m *state.Monitor) {
 	m.CapturedBytes = max(m.CapturedBytes, reply.Captured)
 	m.LogBytes = max(m.LogBytes, reply.Logged)
 	m.LogBytesLost = max(m.LogBytesLost, reply.Lost)
 	if reply.LogError != "" {
 		m.LogError = reply.LogError
 	}
-	return reply.StateError
 }

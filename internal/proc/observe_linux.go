@@ -96,8 +96,12 @@ func (o *Observation) askGuardian(dir *state.Dir, custody state.Custody) {
 	}
 	switch {
 	case reply.Receipt != nil:
+		// A receipt it could not store (a full disk): its counters could
+		// not be stored either, and the record's are as old as its last
+		// heartbeat that was.
 		m := *o.Monitor
 		m.Phase, m.Receipt = state.PhaseTerminal, reply.Receipt
+		reply.counters(&m)
 		o.Monitor, o.Status, o.Why = &m, reply.Receipt.Status, ""
 	case o.Monitor.Phase == state.PhaseSettling || reply.Phase == state.PhaseSettling:
 		// It answers, so it is still draining (a member stuck in the
