@@ -184,7 +184,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	if !o.Terminal() {
 		proc.LiveCounters(dir, m)
 	}
-	w, err := dir.ReadLogWindow(m.MonitorID, req.Offset, maxBytes, o.OutputEnded())
+	w, err := dir.ReadLogWindow(m, req.Offset, maxBytes, o.OutputEnded())
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 		}
 		final := o.OutputEnded()
 		for {
-			w, err := dir.ReadLogWindow(req.MonitorID, &offset, 1<<20, final)
+			w, err := dir.ReadLogWindow(o.Monitor, &offset, 1<<20, final)
 			if err != nil {
 				return nil, err
 			}

@@ -62,7 +62,7 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 				return protocol.Errorf(protocol.CodeInvalidRequest, "--tail %q: want a number of lines, or all", tail).With("field", "tail")
 			}
 		}
-		if off, err = tailOffset(dir, req.MonitorID, lines, final); err != nil {
+		if off, err = tailOffset(dir, o.Monitor, lines, final); err != nil {
 			return err
 		}
 	}
@@ -73,12 +73,12 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 		// it may not fit is it read to see.
 		n := int64(maxTailBytes)
 		req.MaxBytes = &n
-		w, err := dir.ReadLogWindow(req.MonitorID, &off, 4, final)
+		w, err := dir.ReadLogWindow(o.Monitor, &off, 4, final)
 		if err != nil {
 			return err
 		}
 		if textBound(w.StreamBytes-off) > maxTailBytes {
-			if w, err = dir.ReadLogWindow(req.MonitorID, &off, maxTailBytes, final); err != nil {
+			if w, err = dir.ReadLogWindow(o.Monitor, &off, maxTailBytes, final); err != nil {
 				return err
 			}
 			if w.Window {
@@ -92,16 +92,16 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 // tailOffset is the byte of the redacted stream where its last n lines
 // begin (a last line without its newline counts as one), reading back
 // from the end in growing windows.
-func tailOffset(dir *state.Dir, id string, n int, final bool) (int64, error) {
+func tailOffset(dir *state.Dir, m *state.Monitor, n int, final bool) (int64, error) {
 	for window := int64(64 << 10); ; {
-		w, err := dir.ReadLogWindow(id, nil, window, final)
+		w, err := dir.ReadLogWindow(m, nil, window, final)
 		if err != nil {
 			return 0, err
 		}
 		if n == 0 {
 			// Where the text ends, before a character not yet whole, which
 			// is shown once it is.
-			return dir.LogTextStart(id, math.MaxInt64, final)
+			return dir.LogTextStart(m, math.MaxInt64, final)
 		}
 		text := strings.TrimSuffix(w.Text, "\n")
 		for i, seen := len(text)-1, 0; i >= 0; i-- {
@@ -168,10 +168,10 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 	// log's end may: start where that character does, so that it shows.
 	last := fi.ModTime()
 	if marked && !t.After(last.Add(mtimeLag())) {
-		return dir.LogTextStart(m.MonitorID, off, final)
+		return dir.LogTextStart(m, off, final)
 	}
 	if t.After(last) {
-		return dir.LogTextStart(m.MonitorID, math.MaxInt64, final)
+		return dir.LogTextStart(m, math.MaxInt64, final)
 	}
 	return 0, protocol.Errorf(protocol.CodeInvalidRequest,
 		"--since %s: procmon stores no time for each line, only that %s started %s ago and last wrote %s ago; --since can pick all of its output or only what comes next, so use --tail N for the last lines",

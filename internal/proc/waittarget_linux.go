@@ -19,7 +19,7 @@ func WaitTarget(dir *state.Dir, m *state.Monitor, now func() time.Time) wait.Tar
 	id := m.MonitorID
 	return wait.Target{
 		Dir:     dir.MonitorDir(id),
-		OpenLog: func() (*os.File, error) { return dir.OpenLog(id) },
+		OpenLog: func() (*os.File, error) { return dir.OpenLog(m) },
 		Observe: func() (wait.Custody, error) {
 			o, err := Observe(dir, id)
 			if err != nil {

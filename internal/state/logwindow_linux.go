@@ -52,8 +52,8 @@ func (w *LogWindow) StreamOffset(i int) int64 { return w.cut.StreamOffset(i) }
 // (as U+FFFD) rather than held back for the bytes that complete it. The
 // log is opened as OpenLog opens it: a link, a FIFO or a file of another
 // user in its place is refused, never read.
-func (d *Dir) ReadLogWindow(id string, offset *int64, maxBytes int64, final bool) (*LogWindow, error) {
-	f, err := d.OpenLog(id)
+func (d *Dir) ReadLogWindow(m *Monitor, offset *int64, maxBytes int64, final bool) (*LogWindow, error) {
+	f, err := d.OpenLog(m)
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +112,8 @@ func readLogWindow(f *os.File, offset *int64, maxBytes int64, final bool) (*LogW
 // bytes (a time mark, the log's end) is made a start of the text with
 // it, so a window from there shows the whole character rather than
 // losing it. final is as for ReadLogWindow.
-func (d *Dir) LogTextStart(id string, offset int64, final bool) (int64, error) {
-	f, err := d.OpenLog(id)
+func (d *Dir) LogTextStart(m *Monitor, offset int64, final bool) (int64, error) {
+	f, err := d.OpenLog(m)
 	if err != nil {
 		return 0, err
 	}

@@ -270,14 +270,45 @@ func mkdirTrusted(root, dir, name string) error {
 	return nil
 }
 
-// OpenLog opens a monitor's output log for reading, checked like every
-// file of the state directory: never a link, a FIFO or a file of another
-// user. The log has no size bound: its readers read windows of it.
-func (d *Dir) OpenLog(id string) (*os.File, error) {
-	if err := ValidMonitorID(id); err != nil {
+// OpenLog opens monitor m's output log for reading, checked like every
+// file of the state directory (never a link, a FIFO or a file of another
+// user) and its size against m's record (logSizeRuledOut). The log has no
+// size bound: its readers read windows of it.
+func (d *Dir) OpenLog(m *Monitor) (*os.File, error) {
+	if err := ValidMonitorID(m.MonitorID); err != nil {
 		return nil, err
 	}
-	return openFile(d.Path, d.MonitorDir(id), LogName, unix.O_RDONLY, 0, 0)
+	f, err := openFile(d.Path, d.MonitorDir(m.MonitorID), LogName, unix.O_RDONLY, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat output log: %w", err)
+	}
+	if why := m.logSizeRuledOut(fi.Size()); why != "" {
+		f.Close()
+		path := filepath.Join(d.MonitorDir(m.MonitorID), LogName)
+		return nil, protocol.Errorf(protocol.CodeStateCorrupt, "output log %s holds %d bytes, %s: it was cut, replaced or written to by another process, and is not trusted", path, fi.Size(), why).With("path", path)
+	}
+	return f, nil
+}
+
+// logSizeRuledOut says why a log of size bytes cannot be the one m's
+// guardian wrote, or "". The log only grows, and the guardian counts a
+// byte once written, so it is never shorter than the record's count
+// (bytes written are in the page cache whenever the record was saved:
+// only a reboot can lose them). Once the guardian drained the output
+// into it, synced it and wrote its receipt, it holds exactly the count.
+func (m *Monitor) logSizeRuledOut(size int64) string {
+	switch {
+	case size < m.LogBytes && m.BootID == BootID():
+		return fmt.Sprintf("fewer than the %d its record counts", m.LogBytes)
+	case size != m.LogBytes && m.Receipt != nil && m.Receipt.OutputDrained && m.LogError == "":
+		return fmt.Sprintf("not the %d its guardian wrote in all", m.LogBytes)
+	}
+	return ""
 }
 
 // OpenLogForAppend opens a monitor's existing output log for appending,

@@ -256,7 +256,7 @@ func TestPlantedFilesAreRefused(t *testing.T) {
 		}},
 		"output.log": {func(f *trustFixture) string { return filepath.Join(f.d.MonitorDir(f.bad), LogName) }, false, map[string]func(f *trustFixture) error{
 			"window": func(f *trustFixture) error {
-				w, err := f.d.ReadLogWindow(f.bad, nil, 1<<20, true)
+				w, err := f.d.ReadLogWindow(&Monitor{MonitorID: f.bad}, nil, 1<<20, true)
 				if err == nil && bytes.Contains([]byte(w.Text), []byte(outsideText)) {
 					t.Errorf("the log window shows the outside file")
 				}
@@ -376,8 +376,11 @@ func TestPlantedDirectoriesAreRefused(t *testing.T) {
 		"take":         func(f *trustFixture) error { _, err := f.d.TakeOrdinal(DefaultRun, nil, nil); return err },
 		"load monitor": func(f *trustFixture) error { _, err := f.d.LoadMonitor(f.bad); return err },
 		"save monitor": func(f *trustFixture) error { return f.d.SaveMonitor(&Monitor{MonitorID: f.bad}, false) },
-		"read log":     func(f *trustFixture) error { _, err := f.d.ReadLogWindow(f.bad, nil, 100, true); return err },
-		"create run":   func(f *trustFixture) error { return f.d.CreateRun(&Run{RunID: "r_" + "cccccccccccccccccccccccccc"}) },
+		"read log": func(f *trustFixture) error {
+			_, err := f.d.ReadLogWindow(&Monitor{MonitorID: f.bad}, nil, 100, true)
+			return err
+		},
+		"create run": func(f *trustFixture) error { return f.d.CreateRun(&Run{RunID: "r_" + "cccccccccccccccccccccccccc"}) },
 	}
 	// Which uses go through which directory.
 	through := map[string][]string{
