@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -67,7 +68,8 @@ ended it returns the existing receipt; other monitors keep running.
 An argument that starts with m_ is an id, any other a name (as --name
 takes it). Several monitors (or --all) answer {"monitors": [receipts...], "errors":
 [{"monitor_id", "error"}...]}; the exit status is then that of the first
-error, or 0.`,
+error, or 0. Every one given is found first: if one names no monitor,
+none is cancelled, and the error says so.`,
 		ValidArgsFunction: completeLiveMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			if all || len(args) > 1 || (name != "" && len(args) > 0) {
@@ -117,7 +119,12 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 	}
 	ids, err := monitorArgs(env, g, args, name)
 	if err != nil {
-		return err
+		// Each is resolved before any is cancelled: say so, or a person
+		// who sees the same exit status as for one monitor that failed to
+		// drain may take the others for stopped.
+		pe := protocol.AsError(err)
+		return &protocol.Error{Code: pe.Code, Details: pe.Details,
+			Message: fmt.Sprintf("%s; none of the %d monitors given was cancelled", pe.Message, len(args)+min(len(name), 1))}
 	}
 	if all {
 		if ids, err = liveMonitorsOfRun(env, g); err != nil {

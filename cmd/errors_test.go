@@ -68,6 +68,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"unknown monitor", "", []string{"status", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
 		{"unknown monitor cancel", "", []string{"cancel", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
 		{"unknown run end", "", []string{"run", "end", "r_" + strings.Repeat("0", 26)}, "unknown_run", 4, "no run"},
+		{"several with one unknown", "", []string{"cancel", "nosuch", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "none of the 2 monitors given was cancelled"},
 		// A flag that builds a request from the command line is refused
 		// with one read from stdin, which would go on without it.
 		{"grace with a body", `{"request": {"monitor_id": "m_` + strings.Repeat("0", 26) + `"}}`, []string{"cancel", "--grace", "1m"}, "invalid_request", 2, `--grace applies to a monitor named on the command line; name one (see procmon cancel --help)`},
