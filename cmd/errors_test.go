@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -270,5 +272,39 @@ func TestRequestlessCommandsReadStdin(t *testing.T) {
 	}
 	if status, _, raw := runIn(t, dir, `{"request": {}}`, "run", "list"); status != 0 {
 		t.Errorf("run list with an empty request: exit %d %s", status, raw)
+	}
+}
+
+// TestRunShowsItsOwnersExit: a run whose owner has exited shows as ended
+// (owner_exited) in run show and run list, not only once a start finds it
+// so; its monitors were drained when the owner went.
+func TestRunShowsItsOwnersExit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if status, _, raw := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: %s", raw)
+	}
+	owner := exec.Command("sleep", "300")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Process.Kill()
+	_, created, raw := runIn(t, dir, "", "run", "new", "--owner-pid", strconv.Itoa(owner.Process.Pid))
+	id, _ := created["run_id"].(string)
+	if id == "" {
+		t.Fatalf("run new: %s", raw)
+	}
+	if _, shown, raw := runIn(t, dir, "", "run", "show", id); shown["ended_at_ms"] != nil {
+		t.Fatalf("run show while its owner lives: %s", raw)
+	}
+	owner.Process.Kill()
+	owner.Wait()
+	_, shown, raw := runIn(t, dir, "", "run", "show", id)
+	if shown["ended_at_ms"] == nil || shown["end_reason"] != "owner_exited" {
+		t.Errorf("run show once its owner exited: %s; want it ended, owner_exited", raw)
+	}
+	_, listed, raw := runIn(t, dir, "", "run", "list")
+	runs, _ := listed["runs"].([]any)
+	if len(runs) != 1 || runs[0].(map[string]any)["end_reason"] != "owner_exited" {
+		t.Errorf("run list once its owner exited: %s", raw)
 	}
 }

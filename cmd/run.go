@@ -103,6 +103,9 @@ A run with --native-checkpoints refuses monitors.`,
 	return c
 }
 
+// ownerAlive reports whether a run's owner is the process it was bound to.
+func ownerAlive(o state.Owner) bool { return proc.Matches(o.PID, o.StartTicks) }
+
 func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 	dir, err := openState(env)
 	if err != nil {
@@ -197,7 +200,7 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 			}
 			out := runListResponse{Runs: []runView{}}
 			for _, id := range ids {
-				v, err := showRun(dir, id)
+				v, err := showRun(env, dir, id)
 				if err != nil {
 					continue
 				}
@@ -223,7 +226,7 @@ func newRunShowCmd(env *Env, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := showRun(dir, id)
+			v, err := showRun(env, dir, id)
 			if err != nil {
 				return err
 			}
@@ -232,9 +235,12 @@ func newRunShowCmd(env *Env, g *globals) *cobra.Command {
 	}
 }
 
-func showRun(dir *state.Dir, id string) (*runView, error) {
+func showRun(env *Env, dir *state.Dir, id string) (*runView, error) {
 	r, err := dir.LoadRun(id)
 	if err != nil {
+		return nil, err
+	}
+	if r, err = dir.EndOwnerless(r, env.Now().UnixMilli(), ownerAlive); err != nil {
 		return nil, err
 	}
 	used, err := dir.BudgetUsed(id)

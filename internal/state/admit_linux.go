@@ -142,18 +142,28 @@ func (d *Dir) Admit(runID, tool string, nowMs int64, ownerAlive func(Owner) bool
 			run.RunID, *run.Policy.Sandbox.WorkDuration.TimeoutSeconds).With("run_id", run.RunID).With("work_deadline_ms", *d)
 	}
 	if o := run.Owner; o != nil && !ownerAlive(*o) {
-		_, err := d.UpdateRun(run.RunID, func(r *Run) error {
-			if r.EndedAtMs == nil {
-				r.EndedAtMs, r.EndReason = &nowMs, "owner_exited"
-			}
-			return nil
-		})
-		if err != nil {
+		if _, err := d.EndOwnerless(run, nowMs, ownerAlive); err != nil {
 			return nil, err
 		}
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended: its owner (pid %d) exited", run.RunID, o.PID).With("run_id", run.RunID)
 	}
 	return run, nil
+}
+
+// EndOwnerless records the end of run r, bound to an owner that has
+// exited (ownerAlive says), as the owner's watchers would, and returns
+// the run as stored; any other run is returned as it is. A run is shown
+// ended once its owner is gone, not only once a start finds it so.
+func (d *Dir) EndOwnerless(r *Run, nowMs int64, ownerAlive func(Owner) bool) (*Run, error) {
+	if r.EndedAtMs != nil || r.Owner == nil || ownerAlive(*r.Owner) {
+		return r, nil
+	}
+	return d.UpdateRun(r.RunID, func(r *Run) error {
+		if r.EndedAtMs == nil {
+			r.EndedAtMs, r.EndReason = &nowMs, "owner_exited"
+		}
+		return nil
+	})
 }
 
 // WorkDeadline is the deadline of a command admitted at admittedMs: the
