@@ -47,7 +47,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 	}
 	cases := []refusal{
 		{"empty body", "", []string{"start"}, "invalid_request", 2, "empty request body"},
-		{"blank body", "  \n", []string{"status"}, "invalid_request", 2, "empty request body"},
+		{"blank body", "  \n", []string{"logs"}, "invalid_request", 2, "empty request body"},
 		{"not json", "argv=sleep", []string{"start"}, "invalid_request", 2, "malformed JSON"},
 		{"truncated", `{"request": {"argv": ["sle`, []string{"start"}, "invalid_request", 2, "truncated"},
 		{"trailing data", `{"request": {"argv": ["sleep"]}} {}`, []string{"start"}, "invalid_request", 2, "trailing data"},
@@ -70,6 +70,8 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"unknown monitor", "", []string{"status", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
 		{"unknown monitor cancel", "", []string{"cancel", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "no monitor"},
 		{"unknown run end", "", []string{"run", "end", "r_" + strings.Repeat("0", 26)}, "unknown_run", 4, "no run"},
+		{"unknown run listed", "", []string{"--run", "r_" + strings.Repeat("0", 26), "list"}, "unknown_run", 4, "no run"},
+		{"unknown run's status", "", []string{"--run", "r_" + strings.Repeat("0", 26), "status"}, "unknown_run", 4, "no run"},
 		{"several with one unknown", "", []string{"cancel", "nosuch", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "none of the 2 monitors given was cancelled"},
 		// A flag that builds a request from the command line is refused
 		// with one read from stdin, which would go on without it.
@@ -272,6 +274,10 @@ func TestRequestlessCommandsReadStdin(t *testing.T) {
 	}
 	if status, _, raw := runIn(t, dir, `{"request": {}}`, "run", "list"); status != 0 {
 		t.Errorf("run list with an empty request: exit %d %s", status, raw)
+	}
+	// status without a monitor lists, from an empty stdin as at a terminal.
+	if status, listed, raw := runIn(t, dir, "", "--run", mine, "status"); status != 0 || listed["run_id"] != mine {
+		t.Errorf("status with an empty stdin: exit %d %s; want the run's list", status, raw)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
+	"procmon/internal/state"
 )
 
 // listOptions is the request of list: by flag, or on stdin.
@@ -66,6 +67,14 @@ func runList(env *Env, g *globals, opts listOptions) error {
 	if !opts.AllRuns {
 		if resp.RunID, err = selectedRun(env, g); err != nil {
 			return err
+		}
+		// A run id mistyped in PROCMON_RUN lists no monitors, as if none
+		// ran: say that there is no such run, as every other command does.
+		// The default run is made by the first start.
+		if resp.RunID != state.DefaultRun {
+			if _, err := dir.LoadRun(resp.RunID); err != nil {
+				return err
+			}
 		}
 	}
 	ids, err := dir.MonitorIDs()

@@ -42,9 +42,11 @@ any other is a name.
 					return err
 				}
 				req.MonitorID = &id
-			case all || env.StdinIsTerminal:
+			case all:
 			default:
-				if err := readRequest(env, c, &req); err != nil {
+				// An empty stdin (cron, ssh, a CI step) is an empty
+				// request, which lists, as at a terminal.
+				if err := readOptionalRequest(env, &req); err != nil {
 					return err
 				}
 			}
