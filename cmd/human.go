@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -366,22 +367,40 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse, widt
 		ids = append(ids, row.MonitorID)
 	}
 	short := uniquePrefixes(ids, shortIDLen)
+	// The run is a column only when the rows are of every run: a run's own
+	// listing would repeat its id, 28 cells of a run new made, on every
+	// row, and leave a name or command a few cells.
+	allRuns := r.RunID == ""
 	t := table{
-		header:   []string{"MONITOR", "RUN", "STATUS", "NAME", "AGE", "ARGV"},
-		cuttable: []bool{false, false, false, true, false, true},
+		header:   []string{"MONITOR", "STATUS", "NAME", "AGE", "ARGV"},
+		cuttable: []bool{false, false, true, false, true},
+		painted:  1,
+	}
+	if allRuns {
+		t.header = slices.Insert(t.header, 1, "RUN")
+		t.cuttable = slices.Insert(t.cuttable, 1, false)
+		t.painted = 2
 	}
 	for i, row := range r.Monitors {
+		var cells []string
+		var paint func(string) string
 		if row.Error != nil {
-			t.add([]string{short[i], "-", string(row.Error.Code), "-", "-", row.Error.Message}, p.red)
-			continue
+			cells, paint = []string{short[i], string(row.Error.Code), "-", "-", row.Error.Message}, p.red
+		} else {
+			v := row.monitorView
+			cells = []string{short[i], statusText(v.Status, v.ExitCode, v.Signal, ""), dash(nameText(v.Name)), age(now, v.StartedAtMs), shellQuote(v.Argv)}
+			if p.on {
+				paint = func(s string) string { return p.status(v.Status) + s[len(v.Status):] }
+			}
 		}
-		v := row.monitorView
-		status := statusText(v.Status, v.ExitCode, v.Signal, "")
-		paint := func(s string) string { return p.status(v.Status) + s[len(v.Status):] }
-		if !p.on {
-			paint = nil
+		if allRuns {
+			run := "-"
+			if row.Error == nil {
+				run = row.RunID
+			}
+			cells = slices.Insert(cells, 1, run)
 		}
-		t.add([]string{short[i], v.RunID, status, dash(nameText(v.Name)), age(now, v.StartedAtMs), shellQuote(v.Argv)}, paint)
+		t.add(cells, paint)
 	}
 	t.write(b, width)
 	if len(r.Monitors) == 0 {
@@ -390,8 +409,8 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse, widt
 }
 
 // table aligns columns by the cells they take on a terminal, so that
-// neither colour codes nor wide characters shift a column. Only the
-// status column is painted.
+// neither colour codes nor wide characters shift a column. Only one
+// column, the status, is painted: its row's paint, if any.
 type table struct {
 	header []string
 	// cuttable marks the columns of free text (a command line, a name),
@@ -400,6 +419,7 @@ type table struct {
 	cuttable []bool
 	rows     [][]string
 	paints   []func(string) string
+	painted  int // the column a row's paint is for
 }
 
 func (t *table) add(cells []string, paint func(string) string) {
@@ -427,7 +447,7 @@ func (t *table) write(b *strings.Builder, width int) {
 		for i, c := range cells {
 			c = cutToWidth(c, widths[i])
 			pad := strings.Repeat(" ", widths[i]-cellWidth(c))
-			if i == 2 && paint != nil {
+			if i == t.painted && paint != nil {
 				c = paint(c)
 			}
 			if i == len(cells)-1 {
