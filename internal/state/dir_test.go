@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,6 +164,39 @@ func TestRemoveMonitorDirKeepsARecord(t *testing.T) {
 	}
 	if ids, _ := d.MonitorIDs(); len(ids) != 1 || ids[0] != recorded {
 		t.Errorf("monitors left: %v, want only %s", ids, recorded)
+	}
+}
+
+// A foreground command's trace keeps its escaped sessions beside its
+// maker: none until some are saved, and the trace goes whole with them.
+func TestTraceEscapes(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ids.NewID("m_")
+	if err := d.CreateMonitorDir(id, Maker{GuardianPID: 2, Session: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := d.LoadTraceEscapes(id); err != nil || len(e.EscapedSessions) != 0 {
+		t.Fatalf("a new trace's escapes: %+v, %v; want none", e, err)
+	}
+	want := &TraceEscapes{EscapedSessions: []EscapedSession{{SID: 7, Witnesses: []Witness{{PID: 7, StartTicks: 70}, {PID: 8, StartTicks: 71}}}}, EscapedSessionsTruncated: true}
+	if err := d.SaveTraceEscapes(id, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.LoadTraceEscapes(id)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("escapes read back: %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := d.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+		t.Errorf("a trace with escapes reads as a monitor: %v", err)
+	}
+	if err := d.RemoveMonitorDir(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.MonitorDir(id)); !os.IsNotExist(err) {
+		t.Errorf("trace with escapes: %v, want it removed", err)
 	}
 }
 

@@ -29,7 +29,8 @@ piped status (5.9 ms), the figures of README's Performance section.`,
 // beside them (Maker), and the envelope that holds each record.
 var recordTypes = []reflect.Type{
 	reflect.TypeFor[Monitor](), reflect.TypeFor[Run](), reflect.TypeFor[Settings](),
-	reflect.TypeFor[budget](), reflect.TypeFor[Maker](), reflect.TypeFor[envelope](),
+	reflect.TypeFor[budget](), reflect.TypeFor[Maker](), reflect.TypeFor[TraceEscapes](),
+	reflect.TypeFor[envelope](),
 }
 
 //go:generate env PROCMON_UPDATE=1 go test -run TestGeneratedJSONIsCurrent .

@@ -203,6 +203,48 @@ func (mk *Maker) SessionOf() (int, uint64) {
 	return mk.GuardianPID, mk.GuardianStartTicks
 }
 
+// TraceEscapes are the sessions that a foreground command's descendants
+// made with setsid (see Monitor.EscapedSessions), as the process that
+// holds its custody (procmon exec) last saw them. They are kept beside
+// the maker in the command's trace directory, which names the command's
+// own session: should that process die, the sweep of its trace stops
+// them too.
+type TraceEscapes struct {
+	EscapedSessions          []EscapedSession `json:"escaped_sessions"`
+	EscapedSessionsTruncated bool             `json:"escaped_sessions_truncated,omitempty"`
+}
+
+// EscapesName is the file of a foreground command's trace directory that
+// holds its TraceEscapes.
+const EscapesName = "escapes.json"
+
+// SaveTraceEscapes stores the escaped sessions of the foreground command
+// whose trace is directory id. Like a heartbeat it does not sync: after a
+// crash of the machine nothing it names is left.
+func (d *Dir) SaveTraceEscapes(id string, e *TraceEscapes) error {
+	if err := ValidMonitorID(id); err != nil {
+		return err
+	}
+	return writeRecord(d.Path, d.MonitorDir(id), EscapesName, "escapes", e, false)
+}
+
+// LoadTraceEscapes reads the escaped sessions of the foreground command
+// whose trace is directory id: none when it recorded none.
+func (d *Dir) LoadTraceEscapes(id string) (*TraceEscapes, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return nil, err
+	}
+	var e TraceEscapes
+	err := readRecord(d.Path, d.MonitorDir(id), EscapesName, "escapes", &e)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &TraceEscapes{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
 // CreateMonitorDir makes a new monitor's private directory with the first
 // record's temp file, which names the directory's maker until the first
 // record is written through it, so the first record's write creates

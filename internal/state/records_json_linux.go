@@ -220,6 +220,28 @@ func jsonAppendMaker(b []byte, v *Maker) []byte {
 	return append(b, '}')
 }
 
+func jsonAppendTraceEscapes(b []byte, v *TraceEscapes) []byte {
+	b = append(b, '{')
+	b = append(b, `"escaped_sessions":`...)
+	if v.EscapedSessions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.EscapedSessions {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			b = jsonAppendEscapedSession(b, &v.EscapedSessions[i0])
+		}
+		b = append(b, ']')
+	}
+	if bool(v.EscapedSessionsTruncated) {
+		b = append(b, `,"escaped_sessions_truncated":`...)
+		b = strconv.AppendBool(b, v.EscapedSessionsTruncated)
+	}
+	return append(b, '}')
+}
+
 func jsonAppendEnvelope(b []byte, v *envelope) []byte {
 	b = append(b, '{')
 	b = append(b, `"schema":`...)
@@ -360,6 +382,18 @@ func jsonDecodeMaker(r gjson.Result, v *Maker) bool {
 			return protocol.DecodeInt[int](r, &v.Session)
 		case "session_ticks":
 			return protocol.DecodeUint[uint64](r, &v.SessionTicks)
+		}
+		return false
+	})
+}
+
+func jsonDecodeTraceEscapes(r gjson.Result, v *TraceEscapes) bool {
+	return protocol.EachField(r, func(k string, r gjson.Result) bool {
+		switch k {
+		case "escaped_sessions":
+			return protocol.DecodeSlice(r, &v.EscapedSessions, jsonDecodeEscapedSession)
+		case "escaped_sessions_truncated":
+			return protocol.DecodeBool[bool](r, &v.EscapedSessionsTruncated)
 		}
 		return false
 	})
@@ -683,6 +717,8 @@ func init() {
 			return jsonAppendBudget(b, v), true
 		case *Maker:
 			return jsonAppendMaker(b, v), true
+		case *TraceEscapes:
+			return jsonAppendTraceEscapes(b, v), true
 		case *envelope:
 			return jsonAppendEnvelope(b, v), true
 		}
@@ -700,6 +736,8 @@ func init() {
 			return protocol.DecodeJSON(data, v, jsonDecodeBudget)
 		case *Maker:
 			return protocol.DecodeJSON(data, v, jsonDecodeMaker)
+		case *TraceEscapes:
+			return protocol.DecodeJSON(data, v, jsonDecodeTraceEscapes)
 		case *envelope:
 			return protocol.DecodeJSON(data, v, jsonDecodeEnvelope)
 		}
