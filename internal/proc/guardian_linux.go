@@ -92,7 +92,8 @@ type guardian struct {
 	// clock (zero: none), set once custody is kept.
 	deadlineAt time.Time
 	// escaped is the latest look for the sessions the service's
-	// descendants made (watchEscapes), which the heartbeat records.
+	// descendants made (watchEscapes): the record takes it as soon as it
+	// changes (recordEscapes), and with each heartbeat.
 	escaped atomic.Pointer[escapes]
 	// custodyUntil is the end of the ownership window as the guardian
 	// last renewed it, in milliseconds of state.MonoNowMs: the stored
@@ -620,7 +621,8 @@ func (g *guardian) keepCustody() {
 	heartbeat := time.NewTicker(period)
 	defer heartbeat.Stop()
 	looking := make(chan struct{})
-	go g.watchEscapes(period, looking)
+	looked := make(chan struct{}, 1)
+	go g.watchEscapes(period, looking, looked)
 	settle := time.NewTimer(settleAfter)
 	defer settle.Stop()
 	var deadline <-chan time.Time
@@ -658,6 +660,8 @@ loop:
 			break loop
 		case <-settle.C:
 			g.settle()
+		case <-looked:
+			g.recordEscapes()
 		case <-g.sig.Child:
 			g.reapOrphans()
 		case sig := <-g.sig.Stray:
@@ -752,16 +756,29 @@ type escapes struct {
 	truncated bool
 }
 
-// lookForEscapes lists the sessions the service's descendants made. The
-// heartbeat writes the latest look into the record: once the guardian is
-// lost, those sessions are out of its own, the only one reconcile could
-// otherwise find (LostMembers).
+// names reports whether a record that lists sessions, cut or not
+// (truncated), lists exactly the sessions and witnesses of e.
+func (e *escapes) names(sessions []state.EscapedSession, truncated bool) bool {
+	return e.truncated == truncated && slices.EqualFunc(e.sessions, sessions, func(a, b state.EscapedSession) bool {
+		return a.SID == b.SID && slices.Equal(a.Witnesses, b.Witnesses)
+	})
+}
+
+// lookForEscapes lists the sessions the service's descendants made out of
+// the service's own session (the guardian's; the command's for a
+// foreground command, which leads one). Once the guardian is lost, those
+// sessions are out of the one that reconcile finds by itself
+// (LostMembers): only the record names them.
 func (g *guardian) lookForEscapes() *escapes {
+	home := g.self
+	if g.ownSession {
+		home = g.child
+	}
 	e := &escapes{}
 	for _, s := range scanDescendants(g.self) {
 		// A zombie still holds its session (and is the leader of one
 		// whose parent never reaps it): it may witness.
-		if s.session == g.self || s.state == 'X' {
+		if s.session == home || s.state == 'X' {
 			continue
 		}
 		i := slices.IndexFunc(e.sessions, func(x state.EscapedSession) bool { return x.SID == s.session })
@@ -783,24 +800,71 @@ func (g *guardian) lookForEscapes() *escapes {
 	return e
 }
 
-// watchEscapes keeps g.escaped current until done is closed: a look every
-// period, or twenty times as long as the last look took when that is
-// more, so that a service of thousands of processes costs its guardian a
-// twentieth of a CPU at most; never less often than every ten periods, so
-// that a look the guardian was stopped or starved through does not put
-// the next one off for long. The look is off the heartbeat's path, which
-// must renew within the grace whatever the size of the service.
-func (g *guardian) watchEscapes(period time.Duration, done <-chan struct{}) {
+// firstEscapeLook is the interval between the first looks for escaped
+// sessions, which doubles up to the heartbeat's period: a service makes
+// its daemons as it starts, and a guardian lost before its first
+// heartbeat (a third of the grace, 10 s by default) left them unrecorded.
+// Looks at 0, 50, 150, 350, 750 ms and 1.55 s after the handoff find one
+// made in the first second within about half a second of its setsid, for
+// five more looks than before (about 0.1 ms each for a small service).
+const firstEscapeLook = 50 * time.Millisecond
+
+// watchEscapes keeps g.escaped current until done is closed, and says so
+// on looked (without waiting) after each look, so that a new session is
+// recorded at once rather than at the next heartbeat. It looks at once,
+// then at firstEscapeLook and at doubling intervals up to period; or
+// twenty times as long as the last look took when that is more, so that a
+// service of thousands of processes costs its guardian a twentieth of a
+// CPU at most; never less often than every ten periods, so that a look
+// the guardian was stopped or starved through does not put the next one
+// off for long. The look is off the heartbeat's path, which must renew
+// within the grace whatever the size of the service.
+func (g *guardian) watchEscapes(period time.Duration, done <-chan struct{}, looked chan<- struct{}) {
+	interval := min(firstEscapeLook, period)
 	for {
 		began := time.Now()
 		g.escaped.Store(g.lookForEscapes())
-		t := time.NewTimer(min(max(period, 20*time.Since(began)), 10*period))
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
+		t := time.NewTimer(min(max(interval, 20*time.Since(began)), 10*period))
+		interval = min(2*interval, period)
 		select {
 		case <-done:
 			t.Stop()
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// recordEscapes writes the record as soon as the latest look for escaped
+// sessions differs from what it names, without renewing the window: a
+// guardian lost before its next heartbeat leaves them named for
+// reconcile. A write that fails is the heartbeat's to retry; a record
+// settled by someone else meanwhile, or custody lapsed, is the
+// heartbeat's to find.
+func (g *guardian) recordEscapes() {
+	e := g.escaped.Load()
+	if e == nil || e.names(g.rec.EscapedSessions, g.rec.EscapedSessionsTruncated) {
+		return
+	}
+	err := g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
+		if err := g.stillOurs(); err != nil {
+			return err
+		}
+		// The record may hold a window renewed but not stored (a full
+		// disk): once custody has lapsed it is never written.
+		if state.MonoNowMs() > g.custodyUntil.Load() || !g.custodyOpen() {
+			return errLapsed
+		}
+		g.rec.EscapedSessions, g.rec.EscapedSessionsTruncated = e.sessions, e.truncated
+		g.out.snapshot(g.rec)
+		return g.dir.SaveMonitor(g.rec, false)
+	})
+	if err != nil && !errors.Is(err, errRevoked) && !errors.Is(err, errLapsed) {
+		g.noteStateError("escaped sessions", err)
 	}
 }
 
