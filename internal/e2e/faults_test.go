@@ -410,19 +410,7 @@ var leakyService = []string{"start", "--", "sh", "-c", "sleeper & sleeper & exec
 func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 	l := newFaultLab(t, 3, 20) // heartbeats every second
 	id, m := l.startMonitor("", "start", "--", "forker", "pids.txt")
-	var escapee int
-	for deadline := time.Now().Add(patience); escapee == 0; time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(filepath.Dir(l.state), "work", "pids.txt"))
-		if f := strings.Fields(string(b)); len(f) == 3 {
-			escapee, _ = strconv.Atoi(f[2])
-		} else if time.Now().After(deadline) {
-			t.Fatalf("forker wrote no pids in %v", patience)
-		}
-	}
-	ticks, err := proc.StartTicks(escapee)
-	if err != nil {
-		t.Fatal(err)
-	}
+	escapee, ticks := l.forkerEscapee("pids.txt")
 	l.awaitEscapedSession(id, func(e state.EscapedSession) bool {
 		return e.SID == escapee && slices.Contains(e.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
 	})
@@ -435,6 +423,56 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 		t.Fatalf("the escapee %d outlived the reconcile of %s: %s", escapee, id, r.Raw)
 	}
 	l.settle()
+}
+
+// TestFaultsEscapeeBeforeFirstHeartbeat kills the guardian of a service
+// whose descendant left its session with setsid (and ignores SIGTERM) as
+// the service started, long before the guardian's first heartbeat. The
+// guardian records a session as soon as a look finds it, and looks often
+// while the service is young, so the record names it before any
+// heartbeat; recorded by the heartbeat alone, it was out of reconcile's
+// sight (whose receipt still said the group was verified empty) and
+// outlived it.
+func TestFaultsEscapeeBeforeFirstHeartbeat(t *testing.T) {
+	l := newFaultLab(t, 60, 20) // the first heartbeat 20 s after the start
+	id, m := l.startMonitor("", "start", "--", "forker", "pids.txt")
+	escapee, ticks := l.forkerEscapee("pids.txt")
+	l.awaitEscapedSession(id, func(e state.EscapedSession) bool {
+		return e.SID == escapee && slices.Contains(e.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
+	})
+	if rec, err := (&state.Dir{Path: l.state}).LoadMonitor(id); err != nil || rec.HeartbeatSeq != 0 {
+		t.Fatalf("the session was recorded only with a heartbeat (%v): %+v", err, rec)
+	}
+	l.loseGuardian(id, m)
+	r, _ := l.run("reconcile", "--grace", "1", id)
+	if r.Get("reason").String() != "reconciled" || !r.Get("group_empty_verified").Bool() || r.Get("containment").String() != state.ContainmentGroupOnly {
+		t.Fatalf("reconcile answered %s", r.Raw)
+	}
+	if proc.Matches(escapee, ticks) {
+		t.Fatalf("the escapee %d outlived the reconcile of %s: %s", escapee, id, r.Raw)
+	}
+	l.settle()
+}
+
+// forkerEscapee waits for the forker of the lab (see fakes_test.go) to
+// write its pids to file, in the lab's working directory, and returns its
+// escapee's pid and start time.
+func (l *faultLab) forkerEscapee(file string) (int, uint64) {
+	l.t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(l.state), "work", file))
+		if f := strings.Fields(string(b)); len(f) == 3 {
+			escapee, _ := strconv.Atoi(f[2])
+			ticks, err := proc.StartTicks(escapee)
+			if err != nil {
+				l.t.Fatalf("forker's escapee %d: %v", escapee, err)
+			}
+			return escapee, ticks
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("forker wrote no pids in %v", patience)
+		}
+	}
 }
 
 // TestFaultsReconcileSparesAReusedSession: a heartbeat records the
@@ -1480,6 +1518,49 @@ func TestFaultsExecKilled(t *testing.T) {
 	}
 	l.nothingLeft()
 	if ids, _ := (&state.Dir{Path: l.state}).MonitorIDs(); len(ids) != 0 {
+		t.Fatalf("the trace of a killed exec is still there once nothing is left: %v", ids)
+	}
+}
+
+// TestFaultsExecKilledWithEscapee kills a foreground command's custodian
+// (procmon exec) while a descendant of the command has left the command's
+// session with setsid (and ignores SIGTERM). The command dies with its
+// custodian; the escapee, out of the session the trace names, was out of
+// the sweep's sight and outlived it with no trace left. The custodian
+// keeps the sessions it sees in the trace, and the next list stops them
+// too before the trace goes.
+func TestFaultsExecKilledWithEscapee(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	c := l.command("", "exec", "--timeout", "60s", "--", "forker", "pids.txt")
+	end := l.background(c)
+	escapee, ticks := l.forkerEscapee("pids.txt")
+	d := &state.Dir{Path: l.state}
+	traced := func() bool {
+		ids, _ := d.MonitorIDs()
+		return slices.ContainsFunc(ids, func(id string) bool {
+			e, err := d.LoadTraceEscapes(id)
+			return err == nil && slices.ContainsFunc(e.EscapedSessions, func(s state.EscapedSession) bool {
+				return s.SID == escapee && slices.Contains(s.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
+			})
+		})
+	}
+	for deadline := time.Now().Add(patience); !traced(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace of the exec names the escapee's session %d in %v", escapee, patience)
+		}
+	}
+	unix.Kill(c.Process.Pid, unix.SIGKILL)
+	if _, exited := end(); exited {
+		t.Fatal("exec answered though it was killed")
+	}
+	if ids := l.monitors(); len(ids) != 0 {
+		t.Fatalf("the trace of a killed exec shows as monitors %v", ids)
+	}
+	if proc.Matches(escapee, ticks) {
+		t.Fatalf("the escapee %d outlived the sweep of the killed exec's trace", escapee)
+	}
+	l.nothingLeft()
+	if ids, _ := d.MonitorIDs(); len(ids) != 0 {
 		t.Fatalf("the trace of a killed exec is still there once nothing is left: %v", ids)
 	}
 }

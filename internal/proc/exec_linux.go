@@ -193,6 +193,13 @@ func (p *PreparedExec) Run(ctx context.Context) (*ExecResult, error) {
 	}
 	res := &ExecResult{Argv: redactAll(redactor.String, spec.Argv), PID: g.child, StartedAtMs: g.spawnedAtMs}
 	go out.run()
+	looking := make(chan struct{})
+	var looked chan struct{} // nil without a trace: never ready
+	trace := traceEscapes{dir: spec.State, id: traceID}
+	if spec.State != nil {
+		looked = make(chan struct{}, 1)
+		go g.watchEscapes(execEscapePeriod, looking, looked)
+	}
 
 	var deadline <-chan time.Time
 	if d := spec.DeadlineMs; d != nil {
@@ -219,8 +226,11 @@ loop:
 			break loop
 		case <-child:
 			g.reapOrphans()
+		case <-looked:
+			trace.record(g.escaped.Load())
 		}
 	}
+	close(looking) // the drain looks for itself
 	res.Receipt = g.drain(g.exitRaced(cause))
 	if spec.State != nil && res.Receipt.GroupEmptyVerified {
 		// Nothing is left for the trace to point to.
@@ -252,7 +262,9 @@ loop:
 // no record, so it is no monitor: it goes when the command's group is
 // verified empty. A descendant forked in the moment between the spawn and
 // the trace, by a command whose custodian dies in that moment, is not
-// covered.
+// covered. The sessions that the command's descendants make with setsid,
+// out of its own, are kept in the trace as its custodian sees them (see
+// traceEscapes); one made after its last look is not covered either.
 func (g *guardian) traceExec(dir *state.Dir) (string, error) {
 	if dir == nil {
 		return "", nil
@@ -267,6 +279,34 @@ func (g *guardian) traceExec(dir *state.Dir) (string, error) {
 		return "", fmt.Errorf("record the command's trace: %w", err)
 	}
 	return id, nil
+}
+
+// execEscapePeriod is how often, once the command has run a while, its
+// custodian looks for sessions its descendants made: as a guardian of the
+// default grace does (see watchEscapes).
+const execEscapePeriod = state.DefaultOwnerGraceSeconds * time.Second / 3
+
+// traceEscapes keeps the escaped sessions in a foreground command's trace
+// (see traceExec) as its custodian sees them, so that should it die, the
+// sweep of the trace stops them as well as the command's own session.
+type traceEscapes struct {
+	dir      *state.Dir
+	id       string
+	recorded *escapes // as stored; nil: none yet
+}
+
+// record stores the sessions of the look e unless the trace already names
+// them. A write that fails is tried again after the next look.
+func (t *traceEscapes) record(e *escapes) {
+	if e == nil || (t.recorded == nil && len(e.sessions) == 0 && !e.truncated) {
+		return
+	}
+	if t.recorded != nil && e.names(t.recorded.sessions, t.recorded.truncated) {
+		return
+	}
+	if err := t.dir.SaveTraceEscapes(t.id, &state.TraceEscapes{EscapedSessions: e.sessions, EscapedSessionsTruncated: e.truncated}); err == nil {
+		t.recorded = e
+	}
 }
 
 var emptySHA256 = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()

@@ -148,9 +148,10 @@ func provable(m *state.Monitor) bool {
 // SweepAbandoned settles the directory of monitor id when it holds no
 // record and provably never will: the guardian it names (see state.Maker)
 // is gone, or it was made before the machine last booted. What is left of
-// that guardian's session (it may have spawned before it died) is stopped
-// first; the directory goes once nothing is, and stays, naming the
-// guardian, while something may be. It reports whether it went.
+// that guardian's session (it may have spawned before it died), and of
+// the sessions a foreground command's trace names, is stopped first; the
+// directory goes once nothing is, and stays, naming the guardian, while
+// something may be. It reports whether it went.
 func SweepAbandoned(dir *state.Dir, id string) bool {
 	if _, err := dir.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 		return false
@@ -163,8 +164,19 @@ func SweepAbandoned(dir *state.Dir, id string) bool {
 			if _, err := dir.LoadMonitor(id); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 				return false // it recorded the monitor before it died
 			}
+			// A foreground command's trace also names the sessions its
+			// descendants made (see traceEscapes): the trace stays while
+			// one of them may be left, and while that cannot be told.
+			var escaped []state.EscapedSession
+			if mk.Session != 0 {
+				e, err := dir.LoadTraceEscapes(id)
+				if err != nil {
+					return false
+				}
+				escaped = e.EscapedSessions
+			}
 			sid, ticks := mk.SessionOf()
-			if _, left, _ := stopLost(sid, ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
+			if _, left, unproven := stopLost(sid, ticks, escaped, DefaultDrainGraceMs); len(left) > 0 || unproven > 0 {
 				return false
 			}
 		}
