@@ -800,19 +800,21 @@ func (g *guardian) lookForEscapes() *escapes {
 	return e
 }
 
-// firstEscapeLook is the interval between the first looks for escaped
-// sessions, which doubles up to the heartbeat's period: a service makes
-// its daemons as it starts, and a guardian lost before its first
-// heartbeat (a third of the grace, 10 s by default) left them unrecorded.
-// Looks at 0, 50, 150, 350, 750 ms and 1.55 s after the handoff find one
-// made in the first second within about half a second of its setsid, for
-// five more looks than before (about 0.1 ms each for a small service).
+// firstEscapeLook is when the first look for escaped sessions comes, and
+// the interval to the next, which doubles up to the heartbeat's period: a
+// service makes its daemons as it starts, and a guardian lost before its
+// first heartbeat (a third of the grace, 10 s by default) left them
+// unrecorded. Looks at 50, 150, 350, 750 ms and 1.55 s after the handoff
+// find one made in the first second within about half a second of its
+// setsid, for five more looks than before (about 0.1 ms each for a small
+// service). None comes at once: the moments right after a start are its
+// caller's (see settleAfter), and a service has made nothing yet.
 const firstEscapeLook = 50 * time.Millisecond
 
 // watchEscapes keeps g.escaped current until done is closed, and says so
 // on looked (without waiting) after each look, so that a new session is
-// recorded at once rather than at the next heartbeat. It looks at once,
-// then at firstEscapeLook and at doubling intervals up to period; or
+// recorded at once rather than at the next heartbeat. It looks after
+// firstEscapeLook, then at doubling intervals up to period; or
 // twenty times as long as the last look took when that is more, so that a
 // service of thousands of processes costs its guardian a twentieth of a
 // CPU at most; never less often than every ten periods, so that a look
@@ -821,21 +823,22 @@ const firstEscapeLook = 50 * time.Millisecond
 // within the grace whatever the size of the service.
 func (g *guardian) watchEscapes(period time.Duration, done <-chan struct{}, looked chan<- struct{}) {
 	interval := min(firstEscapeLook, period)
+	t := time.NewTimer(interval)
 	for {
-		began := time.Now()
-		g.escaped.Store(g.lookForEscapes())
-		select {
-		case looked <- struct{}{}:
-		default:
-		}
-		t := time.NewTimer(min(max(interval, 20*time.Since(began)), 10*period))
-		interval = min(2*interval, period)
 		select {
 		case <-done:
 			t.Stop()
 			return
 		case <-t.C:
 		}
+		began := time.Now()
+		g.escaped.Store(g.lookForEscapes())
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
+		interval = min(2*interval, period)
+		t.Reset(min(max(interval, 20*time.Since(began)), 10*period))
 	}
 }
 
