@@ -50,7 +50,7 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 		sort.Ints(r.KillUnconfirmed)
 		// Descendants that left the guardian's session (setsid) went out
 		// of sight with the guardian: the sessions it recorded are
-		// stopped, but one made since its last heartbeat cannot be seen.
+		// stopped, but one made since its last look cannot be seen.
 		r.Containment = state.ContainmentGroupOnly
 		if !r.GroupEmptyVerified || unproven > 0 || m.EscapedSessionsTruncated {
 			r.Containment = state.ContainmentIncomplete

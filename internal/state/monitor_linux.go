@@ -78,8 +78,9 @@ type Monitor struct {
 	// EscapedSessions are the sessions that the service's descendants
 	// made with setsid, as the guardian last saw them: out of the
 	// guardian's session, they would be out of reconcile's sight once the
-	// guardian is lost. Written with each heartbeat; Truncated says there
-	// were more than a record lists.
+	// guardian is lost. Written as soon as a look finds them changed, and
+	// with each heartbeat; Truncated says there were more than a record
+	// lists.
 	EscapedSessions          []EscapedSession `json:"escaped_sessions,omitempty"`
 	EscapedSessionsTruncated bool             `json:"escaped_sessions_truncated,omitempty"`
 
@@ -142,8 +143,8 @@ const (
 	ContainmentComplete = "complete"
 	// ContainmentGroupOnly: the group is verified gone, and the sessions
 	// its descendants made that the guardian recorded; one made since its
-	// last heartbeat could not be seen (a reconciled monitor whose
-	// guardian was lost).
+	// last look could not be seen (a reconciled monitor whose guardian
+	// was lost).
 	ContainmentGroupOnly = "group_only"
 	// ContainmentIncomplete: something may be left. KillUnconfirmed names
 	// what survived SIGKILL; a recorded escaped session that could not be
