@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -130,6 +131,12 @@ may show up to a second more than asked, never less.`,
 					return err
 				}
 				ended, err := followLogs(env, req)
+				if errors.Is(err, errFollowInterrupted) {
+					// Stopped as wait is (exit status 130), with nothing
+					// more to say: the text on stdout is the service's.
+					g.exitStatus = protocol.CodeWaitInterrupted.ExitStatus()
+					return nil
+				}
 				if err == nil && ended != nil && g.human {
 					// Said on stderr, so the text on stdout stays the
 					// service's own.
@@ -214,12 +221,16 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	return resp, nil
 }
 
+// errFollowInterrupted is how followLogs says that Ctrl-C (or SIGTERM,
+// SIGHUP) stopped it.
+var errFollowInterrupted = errors.New("logs --follow interrupted")
+
 // followLogs writes the redacted stream as text, from the start, until the
 // monitor is terminal and its log read to the end, waking on inotify. It
-// returns the observation that ended it then; nil when it was stopped
-// (Ctrl-C) or its reader went away.
+// returns the observation that ended it then; nil when its reader went
+// away, and errFollowInterrupted when it was stopped.
 func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
@@ -264,12 +275,15 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 		}
 		select {
 		case _, ok := <-changes.C:
+			if ctx.Err() != nil {
+				return nil, errFollowInterrupted
+			}
 			if !ok {
 				return nil, changes.Err()
 			}
 		case <-recheck.C:
 		case <-ctx.Done():
-			return nil, nil
+			return nil, errFollowInterrupted
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,4 +169,42 @@ func watching(pid int) bool {
 		}
 	}
 	return false
+}
+
+// TestLogsFollowInterrupted: logs -f stopped by Ctrl-C, SIGTERM or SIGHUP
+// exits 130, as its man page and every interrupted command say, with no
+// more output; the service keeps running.
+func TestLogsFollowInterrupted(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	id := startMonitor(t, procmon, "start", "--", "sleeper")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		var stdout, stderr bytes.Buffer
+		c := procmon("logs", "-f", id)
+		c.Stdout, c.Stderr = &stdout, &stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(patience); !watching(c.Process.Pid); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				c.Process.Kill()
+				c.Wait()
+				t.Fatalf("logs -f was not watching within %v", patience)
+			}
+		}
+		c.Process.Signal(sig)
+		err := c.Wait()
+		if status := c.ProcessState.ExitCode(); status != 130 {
+			t.Errorf("logs -f stopped by %v: exit status %d (%v), want 130; stderr %q", sig, status, err, stderr.String())
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("logs -f stopped by %v said %q on stderr; want nothing", sig, stderr.String())
+		}
+	}
+	if s := gjson.GetBytes(runProcmon(t, procmon, "status", id), "status").String(); s != "running" {
+		t.Errorf("the monitor after its logs -f was stopped: %s, want running", s)
+	}
+	runProcmon(t, procmon, "cancel", id)
+	assertNothingLeft(t, stateDir)
 }
