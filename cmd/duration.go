@@ -5,11 +5,14 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"procmon/internal/protocol"
 )
 
 // secondsFlag is a flag for a request field counted in whole seconds that
@@ -58,6 +61,10 @@ func parseSeconds(s string) (int64, error) {
 		if strings.HasPrefix(err.Error(), "time: unknown unit") || strings.HasPrefix(err.Error(), "time: missing unit") {
 			return 0, fmt.Errorf("unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds")
 		}
+		if durationSyntax.MatchString(s) {
+			// Well formed, past what a duration holds (292 years).
+			return 0, fmt.Errorf("over the limit of %d seconds (a hundred years)", protocol.MaxSeconds)
+		}
 		return 0, fmt.Errorf("not a duration: give seconds or a duration like 30s, 2m, 1h")
 	}
 	if d%time.Second != 0 {
@@ -65,6 +72,9 @@ func parseSeconds(s string) (int64, error) {
 	}
 	return int64(d / time.Second), nil
 }
+
+// durationSyntax is what time.ParseDuration reads, whatever the size.
+var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // formatSeconds shows seconds the way a person would type them: a
 // flag's default, a duration in the settings.

@@ -72,6 +72,9 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"unknown run end", "", []string{"run", "end", "r_" + strings.Repeat("0", 26)}, "unknown_run", 4, "no run"},
 		{"unknown run listed", "", []string{"--run", "r_" + strings.Repeat("0", 26), "list"}, "unknown_run", 4, "no run"},
 		{"unknown run's status", "", []string{"--run", "r_" + strings.Repeat("0", 26), "status"}, "unknown_run", 4, "no run"},
+		{"no such shell", "", []string{"completion", "tcsh"}, "invalid_request", 2, `(see procmon completion --help)`},
+		{"too many arguments", "", []string{"status", "a", "b"}, "invalid_request", 2, "(see procmon status --help)"},
+		{"init as owner", "", []string{"run", "new", "--owner-pid", "1"}, "invalid_request", 2, "owner pid 1 cannot own a run"},
 		{"several with one unknown", "", []string{"cancel", "nosuch", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "none of the 2 monitors given was cancelled"},
 		// A flag that builds a request from the command line is refused
 		// with one read from stdin, which would go on without it.

@@ -92,8 +92,8 @@ func TestFieldErrorsNameTheFlag(t *testing.T) {
 		// A message in its own words is prefixed with the flag.
 		{"text", []string{"wait", id, "--output", ""}, `--output: output condition "text" is empty`,
 			`{"request": {"monitor_id": "` + id + `", "condition": {"kind": "output", "text": ""}}}`, []string{"wait"}, `output condition "text" is empty`, "invalid_condition", 2},
-		{"owner_pid", []string{"run", "new", "--owner-pid", "-3"}, `--owner-pid: owner pid -3 is not a running process`,
-			`{"request": {"owner_pid": -3}}`, []string{"run", "new"}, `owner pid -3 is not a running process`, "invalid_request", 2},
+		{"owner_pid", []string{"run", "new", "--owner-pid", "-3"}, `--owner-pid: owner pid -3 cannot own a run`,
+			`{"request": {"owner_pid": -3}}`, []string{"run", "new"}, `owner pid -3 cannot own a run`, "invalid_request", 2},
 	}
 	for _, c := range cases {
 		for _, how := range []struct {

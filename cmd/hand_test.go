@@ -34,6 +34,8 @@ func TestParseSeconds(t *testing.T) {
 		"1500ms": "not a whole number of seconds",
 		"5x":     "unknown unit",
 		"soon":   "not a duration",
+		// Well formed, past what a Go duration holds.
+		"2562048h": "over the limit of 3153600000 seconds (a hundred years)",
 	}
 	for in, want := range bad {
 		if _, err := parseSeconds(in); err == nil || !strings.Contains(err.Error(), want) {

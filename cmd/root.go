@@ -121,7 +121,11 @@ func Run(args []string, env *Env) int {
 	if !errors.As(err, &pe) {
 		// Anything cobra itself refused is a usage error (see typeErrors).
 		msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n\nDid you mean this?\n\t", "; did you mean: ")
-		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see procmon --help)", strings.ReplaceAll(msg, "\n\t", ", "))
+		help := "procmon"
+		if c != nil {
+			help = c.CommandPath()
+		}
+		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see %s --help)", strings.ReplaceAll(msg, "\n\t", ", "), help)
 	}
 	nameTheFlag(c, pe)
 	if interrupted(pe) {
@@ -180,6 +184,19 @@ Start with: procmon configure --enable`,
 		newSchemaCmd(env, g),
 		newMCPCmd(env, g),
 	)
+	// cobra's completion command, made here rather than at Execute, so
+	// that it refuses a shell it has no script for (completion tcsh), as
+	// run refuses a word that is no subcommand, rather than print its
+	// help and exit 0. It takes its output as it is made.
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.NoArgs
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+	}
 	typeErrors(root)
 	return root
 }

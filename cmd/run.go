@@ -113,8 +113,13 @@ func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 	}
 	n := state.NewRun{Tools: req.Tools, NativeCheckpoints: req.NativeCheckpoints}
 	if req.OwnerPID != 0 {
+		if req.OwnerPID <= 1 {
+			// No process to bind: init never exits, and 0 or less names
+			// none (proc.Matches never takes them).
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d cannot own a run: give the pid of the process whose exit ends the invocation (an agent's, or $$ of a shell)", req.OwnerPID).With("field", "owner_pid")
+		}
 		ticks, err := proc.StartTicks(req.OwnerPID)
-		if req.OwnerPID < 0 || err != nil || !proc.Matches(req.OwnerPID, ticks) {
+		if err != nil || !proc.Matches(req.OwnerPID, ticks) {
 			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d is not a running process", req.OwnerPID).With("field", "owner_pid")
 		}
 		n.Owner = &state.Owner{PID: req.OwnerPID, StartTicks: ticks}

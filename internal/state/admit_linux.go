@@ -111,10 +111,18 @@ func (r *Run) Grants(tool string) error {
 		return protocol.Errorf(protocol.CodeCheckpointsIncompat, "run %s uses native checkpoints, which reject monitor grants", r.RunID).With("run_id", r.RunID)
 	}
 	if !r.Allows(tool) {
-		return protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (allowed: %v)", r.RunID, tool, r.Tools).
+		return protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (it allows: %s)", r.RunID, tool, allowedTools(r.Tools)).
 			With("run_id", r.RunID).With("tool", tool)
 	}
 	return nil
+}
+
+// allowedTools lists a run's tools for a message.
+func allowedTools(tools []string) string {
+	if len(tools) == 0 {
+		return "none"
+	}
+	return strings.Join(tools, ", ")
 }
 
 // Admit opens the run a new command (tool is StartTool or ExecTool) is
