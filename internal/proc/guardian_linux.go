@@ -645,6 +645,14 @@ loop:
 			break loop
 		case c := <-g.cancels:
 			cause = drainCause{status: state.StatusCancelled, reason: c.reason, graceMs: c.graceMs}
+			if g.custodyLapsed() {
+				// Taken only once the guardian runs again past its window
+				// (stopped with the cancel waiting on its socket): readers
+				// may have shown the monitor as needing reconciliation, and
+				// the cancel may have answered so and gone. The drain is
+				// the one the next heartbeat would have made.
+				cause = heartbeatMissed
+			}
 			break loop
 		case <-deadline:
 			cause = drainCause{status: state.StatusTimedOut, reason: "deadline", graceMs: DefaultDrainGraceMs}
@@ -695,17 +703,28 @@ func (g *guardian) exitRaced(cause drainCause) drainCause {
 	return cause
 }
 
+// heartbeatMissed is the drain of a guardian that finds its ownership
+// window lapsed.
+var heartbeatMissed = drainCause{status: state.StatusCancelled, reason: "heartbeat_missed", graceMs: DefaultDrainGraceMs}
+
+// custodyLapsed reports whether the ownership window the guardian last
+// renewed has passed, or a reader has given its custody up meanwhile:
+// either way it may never claim custody again.
+func (g *guardian) custodyLapsed() bool {
+	return state.MonoNowMs() > g.custodyUntil.Load() || !g.custodyOpen()
+}
+
 // renew checks that custody still holds (the record names this guardian,
 // the run is active, the owner alive, the deadline not passed) and only
 // then extends the ownership window. A failed check returns the drain cause.
 func (g *guardian) renew() (drainCause, bool) {
 	revoked := drainCause{status: state.StatusCancelled, reason: "revoked", graceMs: DefaultDrainGraceMs}
-	missed := drainCause{status: state.StatusCancelled, reason: "heartbeat_missed", graceMs: DefaultDrainGraceMs}
+	missed := heartbeatMissed
 	// A guardian that finds its window lapsed (it was stopped, or starved
 	// of CPU, past it) has been reported as needing reconciliation: it
 	// never renews.
 	until := g.custodyUntil.Load()
-	if state.MonoNowMs() > until || !g.custodyOpen() {
+	if g.custodyLapsed() {
 		return missed, false
 	}
 	if run, err := g.dir.LoadRun(g.spec.RunID); err != nil {
