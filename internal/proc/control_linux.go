@@ -351,15 +351,20 @@ func unblockOnDone(ctx context.Context, conn *net.UnixConn) (stop func() bool) {
 var errNoGuardian = errors.New("guardian is not answering on its control socket")
 
 // ask sends one control request to monitor m's guardian and returns its
-// reply; waiting for a drain can take the whole grace, so there is no
-// deadline beyond the one given.
+// reply, waiting for it until timeout passes.
 func ask(dir *state.Dir, m *state.Monitor, req controlRequest, timeout time.Duration) (*controlReply, error) {
+	return askUntil(context.Background(), dir, m, req, time.Now().Add(timeout))
+}
+
+// askUntil is ask bounded by ctx and by deadline (none when zero).
+func askUntil(ctx context.Context, dir *state.Dir, m *state.Monitor, req controlRequest, deadline time.Time) (*controlReply, error) {
 	conn, err := dialGuardian(dir, m)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(timeout))
+	conn.SetDeadline(deadline)
+	defer unblockOnDone(ctx, conn)()
 	data, _ := json.Marshal(req)
 	if _, err := conn.Write(append(data, '\n')); err != nil {
 		return nil, errNoGuardian
@@ -380,10 +385,13 @@ func ask(dir *state.Dir, m *state.Monitor, req controlRequest, timeout time.Dura
 
 // RequestDrain asks a monitor's guardian to drain for reason with the given
 // grace and waits for its receipt, durable unless the reply's StateError
-// says why not yet. It returns errNoGuardian when no guardian answers.
-func RequestDrain(dir *state.Dir, m *state.Monitor, graceMs int64, reason string) (*controlReply, error) {
-	timeout := time.Duration(graceMs+drainBoundMs)*time.Millisecond + 30*time.Second
-	reply, err := ask(dir, m, controlRequest{Op: "cancel", GraceMs: graceMs, Reason: reason}, timeout)
+// says why not yet, until ctx ends. It returns errNoGuardian when no
+// guardian answers. How long a guardian is waited for is the caller's to
+// judge, by its custody (see awaitDrain): a fixed bound would either cut
+// short a drain whose window covers it, or hold a caller long after a
+// stopped guardian has lost custody.
+func RequestDrain(ctx context.Context, dir *state.Dir, m *state.Monitor, graceMs int64, reason string) (*controlReply, error) {
+	reply, err := askUntil(ctx, dir, m, controlRequest{Op: "cancel", GraceMs: graceMs, Reason: reason}, time.Time{})
 	if err != nil {
 		return nil, err
 	}
