@@ -1015,6 +1015,90 @@ func TestFaultsStall(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsCancelStoppedGuardian cancels a monitor whose guardian is
+// stopped: the cancel answers needs_reconciliation, with the advice to
+// reconcile, once the ownership window lapses, as status then shows it.
+// (It waited for the guardian's reply for grace + 35 s and answered
+// internal.) Resumed, the guardian finds the cancel waiting on its socket
+// and its window lapsed: it drains for heartbeat_missed, never for the
+// cancel that answered it was not done, and never renews.
+func TestFaultsCancelStoppedGuardian(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	id, m := l.startMonitor("", "start", "--", "sleeper")
+	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := l.run("cancel", "--grace", "1", id)
+	if r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) || !strings.Contains(r.Get("error.message").String(), "procmon reconcile "+id) {
+		t.Fatalf("cancel of a monitor whose guardian is stopped answered %s", r.Raw)
+	}
+	s := l.status(id)
+	if s.Get("status").String() != state.StatusNeedsReconciliation {
+		t.Fatalf("status once cancel answered needs_reconciliation: %s", s.Raw)
+	}
+	if st, ok := statOf(m.GuardianPID); !ok || st.state != "T" {
+		t.Fatalf("the guardian ran before the cancel answered (state %+v, alive %v)", st, ok)
+	}
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	l.awaitMissedReceipt(id, s.Get("heartbeat_seq").Int(), "a guardian resumed with a cancel waiting")
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its receipt", m.GuardianPID)
+	}
+	l.settle()
+}
+
+// TestFaultsCancelReceiptNotSent stops a guardian once it has stored its
+// receipt, before it answers the cancel that asked for it, with a window
+// far longer than the cancel's look at custody: the cancel answers with
+// the stored receipt while the guardian is still stopped.
+func TestFaultsCancelReceiptNotSent(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	id, m := l.startMonitor("guardian:after_receipt", "start", "--", "sleeper")
+	end := l.background(l.command("", "cancel", "--grace", "1", id))
+	if err := awaitStopped(m.GuardianPID); err != nil {
+		t.Fatal(err)
+	}
+	r, exited := end()
+	if !exited {
+		t.Fatal("the cancel was killed")
+	}
+	if r.Get("status").String() != state.StatusCancelled || r.Get("reason").String() != "cancel" || !r.Get("group_empty_verified").Bool() {
+		t.Fatalf("cancel of a monitor whose guardian stopped once it stored its receipt answered %s", r.Raw)
+	}
+	if st, ok := statOf(m.GuardianPID); !ok || st.state != "T" {
+		t.Fatalf("the guardian ran before the cancel answered (state %+v, alive %v)", st, ok)
+	}
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its receipt", m.GuardianPID)
+	}
+	if s := l.status(id); s.Get("status").String() != state.StatusCancelled || s.Get("reason").String() != "cancel" {
+		t.Fatalf("status after the guardian resumed: %s", s.Raw)
+	}
+	l.settle()
+}
+
+// TestFaultsCancelWaitsForALongDrain cancels a service that ignores
+// SIGTERM with a grace twice its ownership window: the guardian answers
+// only once the grace has passed and SIGKILL has ended the service, and
+// the cancel waits for it (the settling record's window covers the
+// drain), rather than answering needs_reconciliation.
+func TestFaultsCancelWaitsForALongDrain(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	id, m := l.startMonitor("", "start", "--", "ignoreterm")
+	if w, _ := l.run("wait", id, "--output", "ignoreterm ready", "--timeout", "30"); w.Get("outcome").String() != "satisfied" {
+		t.Fatalf("wait for ignoreterm: %s", w.Raw)
+	}
+	r, _ := l.run("cancel", "--grace", "4", id)
+	if r.Get("status").String() != state.StatusCancelled || r.Get("reason").String() != "cancel" || r.Get("signal").String() != "SIGKILL" || !r.Get("group_empty_verified").Bool() {
+		t.Fatalf("cancel of a service that outlives the ownership window in its drain answered %s", r.Raw)
+	}
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its receipt", m.GuardianPID)
+	}
+	l.settle()
+}
+
 // TestFaultsLockStall holds a monitor's lock across its guardian's
 // ownership window, as a procmon command stopped while it holds the lock
 // would: the heartbeat that waits for the lock finds the window lapsed

@@ -971,6 +971,7 @@ func (g *guardian) finish(cause drainCause) {
 		// until it does, rather than show a current window as running.
 		g.dir.GiveUpCustody(g.spec.MonitorID)
 	}
+	fault.Point("guardian:after_receipt")
 	close(g.receipted)
 	// A receipt that could not be stored for want of space (a full disk, a
 	// quota) or of descriptors is never given up: the guardian stays,
