@@ -58,7 +58,10 @@ func newCancelCmd(env *Env, g *globals) *cobra.Command {
 period (default 5 s), SIGKILL to whatever remains, reaping, verification
 that nothing of the group or its escaped descendants is left, and the
 output read to its end. Returns the receipt. On a monitor that has already
-ended it returns the existing receipt; other monitors keep running.
+ended it returns the existing receipt; other monitors keep running. A
+guardian that does not answer (stopped, wedged) is waited for only while
+its ownership window holds; then the monitor needs reconciliation, and
+cancel says so without signalling anything.
 
   procmon cancel m_3kq9x2ab           # an id, or any unique start of one
   procmon cancel web --grace 30s      # the run's live monitor named web
