@@ -401,6 +401,74 @@ func RequestDrain(ctx context.Context, dir *state.Dir, m *state.Monitor, graceMs
 	return reply, nil
 }
 
+// awaitDrain asks the guardian of o, just observed in custody, to drain,
+// and waits for its reply while custody holds as a status would show it:
+// the monitor is looked at again when the ownership window the record
+// shows ends, and every custodyRecheck meanwhile. A look that shows it
+// terminal or needing reconciliation ends the wait with that observation
+// (seen), unless the reply came with it: a guardian stopped before it
+// takes the drain, or in the middle of it, lets its window lapse, and one
+// stopped once it has stored its receipt has the receipt show. Nothing is
+// signalled on that account: the guardian, should it run again, finds its
+// window lapsed and drains (heartbeat_missed), or finishes its drain, and
+// only reconcile stops what a guardian lost. The reply is awaited for as
+// long as custody holds, with no other bound: a long grace, or a drain
+// that waits out members stuck in the kernel, has a window that covers it.
+func awaitDrain(dir *state.Dir, o *Observation, graceMs int64, reason string) (reply *controlReply, seen *Observation, err error) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	type answer struct {
+		reply *controlReply
+		err   error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		reply, err := RequestDrain(ctx, dir, o.Monitor, graceMs, reason)
+		answered <- answer{reply, err}
+	}()
+	look := time.NewTimer(untilLapse(o.Monitor))
+	defer look.Stop()
+	for {
+		select {
+		case a := <-answered:
+			return a.reply, nil, a.err
+		case <-look.C:
+		}
+		again, err := Observe(dir, o.Monitor.MonitorID)
+		if err == nil && (again.Terminal() || again.Status == state.StatusNeedsReconciliation) {
+			stop()
+			if a := <-answered; a.err == nil {
+				return a.reply, nil, nil // it came as the look ended custody
+			}
+			return nil, again, nil
+		}
+		if err == nil {
+			o = again
+		}
+		look.Reset(untilLapse(o.Monitor))
+	}
+}
+
+// custodyRecheck is how often a cancel looks at custody while it waits
+// for the guardian's reply, whatever the window: a guardian stopped once
+// it has stored its receipt is then found out well before the window of
+// a long drain ends, as is a record whose window lags behind its
+// guardian's (a full disk: the look asks the guardian).
+const custodyRecheck = 2 * time.Second
+
+// untilLapse is how long until m's ownership window, as the record shows
+// it, has lapsed (a millisecond past its end, as WindowLapsed judges),
+// or custodyRecheck if that is sooner. A window already past was looked at
+// by asking the guardian, which answered that it holds custody: looking
+// again at once would only ask it again.
+func untilLapse(m *state.Monitor) time.Duration {
+	left := m.WindowLeftMs(nowMs(), state.MonoNowMs())
+	if left < 0 {
+		return custodyRecheck
+	}
+	return min(time.Duration(left+1)*time.Millisecond, custodyRecheck)
+}
+
 // IsNoGuardian reports whether err means no guardian (none that the
 // record names) answered.
 func IsNoGuardian(err error) bool {
