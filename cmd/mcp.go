@@ -282,7 +282,7 @@ func (s *mcpSession) waitProcess(ctx context.Context, call *mcp.CallToolRequest,
 		defer close(done)
 		go s.reportProgress(ctx, call, token, req.MonitorID, cond, done)
 	}
-	return runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds)
+	return runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds, nil)
 }
 
 // reportProgress tells the client, at once and then every interval, that

@@ -133,11 +133,12 @@ service keeps running.`,
 				id, timeoutSeconds = req.MonitorID, req.TimeoutSeconds
 			}
 			stopProgress := func() {}
+			var began func()
 			// A terminal that says TERM=dumb cannot erase a line.
 			if g.human && env.StdoutIsTerminal && env.Getenv("TERM") != "dumb" {
-				stopProgress = showProgress(env, id, cond)
+				began = func() { stopProgress = showProgress(env, id, cond) }
 			}
-			resp, err := runWait(ctx, env, id, cond, timeoutSeconds)
+			resp, err := runWait(ctx, env, id, cond, timeoutSeconds, began)
 			stopProgress()
 			if err != nil {
 				return err
@@ -187,7 +188,10 @@ func conditionFromFlags(c *cobra.Command, output string, exit bool, file, digest
 	return cond, cond.CheckShape()
 }
 
-func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, timeoutSeconds *int64) (*waitResponse, error) {
+// runWait waits on monitor id for cond. began, if any, is called once
+// the request has been checked and the wait begins: a progress line drawn
+// before would be left half drawn above a refusal.
+func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, timeoutSeconds *int64, began func()) (*waitResponse, error) {
 	start := env.Now()
 	if id == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
@@ -216,6 +220,9 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		elapsed := env.Now().Sub(start).Milliseconds()
 		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running: check it with procmon status %s", id, elapsed, id).
 			With("monitor_id", id).With("elapsed_ms", elapsed)
+	}
+	if began != nil {
+		began()
 	}
 	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now, Start: start})
 	if ctx.Err() != nil {
