@@ -72,6 +72,8 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"unknown run end", "", []string{"run", "end", "r_" + strings.Repeat("0", 26)}, "unknown_run", 4, "no run"},
 		{"unknown run listed", "", []string{"--run", "r_" + strings.Repeat("0", 26), "list"}, "unknown_run", 4, "no run"},
 		{"unknown run's status", "", []string{"--run", "r_" + strings.Repeat("0", 26), "status"}, "unknown_run", 4, "no run"},
+		{"no such schema", "", []string{"schema", "nosuch"}, "invalid_request", 2, "the tools: start_process, wait_process"},
+		{"a tail past any log", "", []string{"logs", "m_" + strings.Repeat("0", 26), "--tail", "99999999999999999999999"}, "invalid_request", 2, "for every line, give --tail all"},
 		{"no such shell", "", []string{"completion", "tcsh"}, "invalid_request", 2, `(see procmon completion --help)`},
 		{"too many arguments", "", []string{"status", "a", "b"}, "invalid_request", 2, "(see procmon status --help)"},
 		{"init as owner", "", []string{"run", "new", "--owner-pid", "1"}, "invalid_request", 2, "owner pid 1 cannot own a run"},

@@ -43,6 +43,15 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 	if req.MonitorID == "" {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
 	}
+	lines := followTailLines
+	if tail != "" && tail != "all" {
+		var err error
+		if lines, err = strconv.Atoi(tail); errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(tail, "-") {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "--tail %q: more lines than a log can hold; for every line, give --tail all", tail).With("field", "tail")
+		} else if err != nil || lines < 0 {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "--tail %q: want a number of lines, or all", tail).With("field", "tail")
+		}
+	}
 	dir, o, err := observeFor(env, req.MonitorID, state.LogsTool)
 	if err != nil {
 		return err
@@ -56,12 +65,6 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 		}
 	case tail == "all":
 	default:
-		lines := followTailLines
-		if tail != "" {
-			if lines, err = strconv.Atoi(tail); err != nil || lines < 0 {
-				return protocol.Errorf(protocol.CodeInvalidRequest, "--tail %q: want a number of lines, or all", tail).With("field", "tail")
-			}
-		}
 		if off, err = tailOffset(dir, o.Monitor, lines, final); err != nil {
 			return err
 		}

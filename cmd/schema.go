@@ -90,14 +90,18 @@ func findSchema(name string) (*schemaSet, error) {
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "derive schemas: %w", err)
 	}
-	var names []string
+	var names, tools []string
 	for i := range sets {
 		if sets[i].Command == name || sets[i].Tool != "" && sets[i].Tool == name {
 			return &sets[i], nil
 		}
 		names = append(names, sets[i].Command)
+		if sets[i].Tool != "" {
+			tools = append(tools, sets[i].Tool)
+		}
 	}
-	return nil, protocol.Errorf(protocol.CodeInvalidRequest, "no command %q; the commands are: %s", name, strings.Join(names, ", ")).With("field", "command")
+	return nil, protocol.Errorf(protocol.CodeInvalidRequest, "no command or tool %q; the commands are: %s; the tools: %s",
+		name, strings.Join(names, ", "), strings.Join(tools, ", ")).With("field", "command")
 }
 
 func newSchemaCmd(env *Env, g *globals) *cobra.Command {
