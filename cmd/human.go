@@ -73,17 +73,29 @@ func viewWidth(env *Env) int {
 // palette colours a person's view: on a terminal only, never with
 // NO_COLOR set (https://no-color.org) or on a terminal that says it
 // draws no colour (TERM=dumb), never when forced into a pipe.
-type palette struct{ on bool }
+// palette is how a view writes to w: on, with colour; screen, to a
+// terminal, where a service's own text goes through screenText.
+type palette struct{ on, screen bool }
 
 func colours(env *Env, w io.Writer) palette {
+	terminal := env.StdoutIsTerminal
+	if w != env.Stdout {
+		f, ok := w.(*os.File)
+		terminal = ok && isTerminal(f)
+	}
 	if env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb" {
-		return palette{}
+		return palette{screen: terminal}
 	}
-	if w == env.Stdout {
-		return palette{on: env.StdoutIsTerminal}
+	return palette{on: terminal, screen: terminal}
+}
+
+// text is a service's own text (its output, a line of it) as the view
+// shows it: on a terminal, with its control characters made visible.
+func (p palette) text(s string) string {
+	if p.screen {
+		return screenText(s)
 	}
-	f, ok := w.(*os.File)
-	return palette{on: ok && isTerminal(f)}
+	return s
 }
 
 func (p palette) paint(code, s string) string {
@@ -128,7 +140,7 @@ func render(env *Env, g *globals, v any) error {
 	case *logsResponse:
 		// The text as it was printed; what is cut goes to stderr, so the
 		// text itself stays the service's own.
-		if _, err := io.WriteString(w, r.Text); err != nil {
+		if _, err := io.WriteString(w, p.text(r.Text)); err != nil {
 			return err
 		}
 		if r.OutputTruncated {
@@ -215,7 +227,7 @@ func count(n int, one, many string) string {
 // viewExec is a foreground command's result as a person reads it: what it
 // printed, as it printed it, then how it ended.
 func viewExec(b *strings.Builder, p palette, r *execResponse) {
-	b.WriteString(r.Text)
+	b.WriteString(p.text(r.Text))
 	if r.Text != "" && !strings.HasSuffix(r.Text, "\n") {
 		b.WriteString("\n")
 	}
@@ -553,7 +565,7 @@ func viewWait(b *strings.Builder, p palette, r *waitResponse) {
 	if len(o.LogTail) > 0 {
 		fmt.Fprintf(b, "  last lines:\n")
 		for _, l := range o.LogTail {
-			fmt.Fprintf(b, "    %s\n", l)
+			fmt.Fprintf(b, "    %s\n", p.text(l))
 		}
 	}
 	if r.Outcome == wait.OutcomeTimeout {

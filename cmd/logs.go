@@ -247,6 +247,12 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 	if req.Offset != nil {
 		offset = *req.Offset
 	}
+	out := env.Stdout
+	if env.StdoutIsTerminal {
+		screen := &screenWriter{w: out}
+		defer screen.Flush()
+		out = screen
+	}
 	// A guardian stopped or killed sends nothing and writes nothing: the
 	// re-check still finds its lapsed window (as a wait's does).
 	recheck := time.NewTicker(wait.DefaultRecheck)
@@ -262,7 +268,7 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := env.Stdout.Write([]byte(w.Text)); err != nil {
+			if _, err := out.Write([]byte(w.Text)); err != nil {
 				return nil, nil // the reader went away
 			}
 			offset = w.NextOffset
