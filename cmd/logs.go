@@ -93,7 +93,12 @@ writes text only: asked for JSON (--json, -o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
 marks the log's offset each second it writes (output.times), so --since
-may show up to a second more than asked, never less.`,
+may show up to a second more than asked, never less.
+
+On a terminal the text's control characters show as text (^[ for ESC,
+^M for a carriage return not before a line feed, <U+009B>), so that a
+service's output cannot drive the terminal: clear it, hide a line, write
+the clipboard. Piped, or as JSON, the text is the service's, byte for byte.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
