@@ -160,6 +160,10 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 				if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
+				if bytes.TrimSpace(args)[0] != '{' {
+					// Named as MCP names them: there is no "request" here.
+					return toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments must be a JSON object of the tool's fields, got %.20s", args).With("field", "arguments")), nil
+				}
 				v, err := serve(ctx, req, &globals{run: runID}, args)
 				if err != nil {
 					return toolError(err), nil

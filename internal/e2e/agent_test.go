@@ -327,6 +327,11 @@ func TestAgentMCPSession(t *testing.T) {
 	if code := toolErrorCode(t, session, schemas, "start_process", map[string]any{"argv": []string{"true"}, "bogus": 1}); code != "invalid_request" {
 		t.Errorf("unknown field: code %q", code)
 	}
+	// Arguments that are no object are named as MCP names them.
+	res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "process_status", Arguments: "x"})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"field":"arguments"`) {
+		t.Errorf("arguments that are a string: %v %+v; want invalid_request naming arguments", err, res)
+	}
 
 	// A wait the client cancels ends; the service keeps running. The
 	// wait tells the client it is waiting.
