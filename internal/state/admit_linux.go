@@ -142,12 +142,13 @@ func (d *Dir) Admit(runID, tool string, nowMs int64, ownerAlive func(Owner) bool
 	if run.EndedAtMs != nil {
 		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and takes no more commands", run.RunID).With("run_id", run.RunID)
 	}
-	if d := run.WorkDeadline(nowMs, nil); d != nil && *d <= nowMs {
-		// Only the run's work duration, counted from its creation, can
-		// have passed: a command admitted now would be drained at once,
-		// its slot spent, after an answer that it runs.
-		return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has used its work duration (%d s from its creation) and takes no more commands",
-			run.RunID, *run.Policy.Sandbox.WorkDuration.TimeoutSeconds).With("run_id", run.RunID).With("work_deadline_ms", *d)
+	if wd := run.Policy.Sandbox.WorkDuration; wd != nil && wd.TimeoutSeconds != nil {
+		// A command admitted past the run's work duration would be
+		// drained at once, its slot spent, after an answer that it runs.
+		if end := endAfter(run.CreatedAtMs, *wd.TimeoutSeconds); end <= nowMs {
+			return nil, protocol.Errorf(protocol.CodeRunEnded, "run %s has used its work duration (%d s from its creation) and takes no more commands",
+				run.RunID, *wd.TimeoutSeconds).With("run_id", run.RunID).With("work_deadline_ms", end)
+		}
 	}
 	if o := run.Owner; o != nil && !ownerAlive(*o) {
 		if _, err := d.EndOwnerless(run, nowMs, ownerAlive); err != nil {
@@ -184,11 +185,7 @@ func (r *Run) WorkDeadline(admittedMs int64, requestSeconds *int64) *int64 {
 		if seconds == nil {
 			return
 		}
-		d := int64(math.MaxInt64) // saturated: a stored policy may predate the bound
-		if *seconds <= (math.MaxInt64-fromMs)/1000 {
-			d = fromMs + *seconds*1000
-		}
-		if deadline == nil || d < *deadline {
+		if d := endAfter(fromMs, *seconds); deadline == nil || d < *deadline {
 			deadline = &d
 		}
 	}
@@ -198,6 +195,15 @@ func (r *Run) WorkDeadline(admittedMs int64, requestSeconds *int64) *int64 {
 	consider(admittedMs, r.Policy.Sandbox.MonitorTimeoutSeconds)
 	consider(admittedMs, requestSeconds)
 	return deadline
+}
+
+// endAfter is seconds after fromMs, in milliseconds, saturated: a stored
+// policy may predate the bound on durations.
+func endAfter(fromMs, seconds int64) int64 {
+	if seconds > (math.MaxInt64-fromMs)/1000 {
+		return math.MaxInt64
+	}
+	return fromMs + seconds*1000
 }
 
 // AdmitFor checks that the run monitor m belongs to grants tool, a tool

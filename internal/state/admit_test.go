@@ -2,6 +2,7 @@ package state
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"procmon/internal/protocol"
@@ -86,6 +87,22 @@ func TestAdmitRefusesPastTheWorkDuration(t *testing.T) {
 	}
 	if _, err := d.Admit(r.RunID, StartTool, 12_999, alive); err != nil {
 		t.Fatalf("admit 1 ms before the work duration ends: %v", err)
+	}
+	// A stored policy with no work duration and a monitor timeout that is
+	// no longer valid (an older procmon's, or planted) is no refusal.
+	bare, err := d.UpdateRun(r.RunID, func(r *Run) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	bare.RunID = "r_" + strings.Repeat("b", 26)
+	bare.Policy.Sandbox.WorkDuration.TimeoutSeconds = nil
+	bare.Policy.Sandbox.MonitorTimeoutSeconds = &zero
+	if err := d.CreateRun(bare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Admit(bare.RunID, StartTool, 13_000, alive); err != nil {
+		t.Errorf("admit in a run with no work duration: %v", err)
 	}
 	for _, tool := range []string{StartTool, ExecTool} {
 		_, err := d.Admit(r.RunID, tool, 13_000, alive)
