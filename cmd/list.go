@@ -47,7 +47,7 @@ every command takes back in place of the id.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !flagsUsed(c) {
-				if err := readOptionalRequest(env, &opts); err != nil {
+				if err := readOptionalRequest(env, c, &opts); err != nil {
 					return err
 				}
 			}
@@ -70,9 +70,11 @@ func runList(env *Env, g *globals, opts listOptions) error {
 		}
 		// A run id mistyped in PROCMON_RUN lists no monitors, as if none
 		// ran: say that there is no such run, as every other command does.
-		// The default run is made by the first start.
+		// The default run is made by the first start. A run.json that
+		// cannot be trusted does not hide the monitors, whose ids a person
+		// needs to settle them.
 		if resp.RunID != state.DefaultRun {
-			if _, err := dir.LoadRun(resp.RunID); err != nil {
+			if _, err := dir.LoadRun(resp.RunID); protocol.HasCode(err, protocol.CodeUnknownRun) {
 				return err
 			}
 		}
