@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -68,14 +69,22 @@ func readRequest(env *Env, c *cobra.Command, v any) error {
 // whose request has no required field: an empty stdin is an empty
 // request, and a person at a terminal sends none. Anything else on stdin
 // is read as strictly as every request, never ignored.
-func readOptionalRequest(env *Env, v any) error {
+//
+// Its caller c ran with nothing on its command line, which a person does
+// too, with stdin holding something else (a hook's JSON, a loop's input):
+// a refusal says how to run it then.
+func readOptionalRequest(env *Env, c *cobra.Command, v any) error {
 	if env.StdinIsTerminal {
 		return nil
 	}
-	if err := protocol.ReadRequest(env.Stdin, v); err != nil && !emptyBody(err) {
-		return err
+	err := protocol.ReadRequest(env.Stdin, v)
+	if err == nil || emptyBody(err) {
+		return nil
 	}
-	return nil
+	pe := protocol.AsError(err)
+	return &protocol.Error{Code: pe.Code, Details: pe.Details, Message: fmt.Sprintf(
+		"%s; with nothing on its command line %s reads its request from stdin: when stdin holds something else, name what it acts on (see %s --help) or give it </dev/null",
+		pe.Message, c.CommandPath(), c.CommandPath())}
 }
 
 // emptyBody reports whether a request error was only an empty stdin.

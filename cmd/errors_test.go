@@ -251,10 +251,15 @@ func TestRequestlessCommandsReadStdin(t *testing.T) {
 	if mine == "" {
 		t.Fatalf("run new: %s", raw)
 	}
-	for _, args := range [][]string{{"run", "end"}, {"run", "show"}, {"run", "list"}, {"list"}} {
+	for _, args := range [][]string{{"run", "end"}, {"run", "show"}, {"run", "list"}, {"list"}, {"status"}} {
 		status, resp, raw := runIn(t, dir, "garbage{", args...)
 		if status != 2 || errorCode(resp) != "invalid_request" {
 			t.Errorf("%v with a body that is no request: exit %d %s; want invalid_request", args, status, raw)
+		}
+		// A hook's JSON on stdin: the refusal says how to run it then.
+		status, _, raw = runIn(t, dir, `{"session_id": "abc"}`, args...)
+		if status != 2 || !strings.Contains(raw, "reads its request from stdin: when stdin holds something else, name what it acts on (see procmon "+strings.Join(args, " ")+" --help) or give it \u003c/dev/null") {
+			t.Errorf("%v with another program's JSON on stdin: exit %d %s; want a refusal that says how to run it", args, status, raw)
 		}
 	}
 	status, resp, raw := runIn(t, dir, `{"request": {"run_id": "r_nope"}}`, "run", "show")

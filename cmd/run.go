@@ -35,12 +35,12 @@ type runRequest struct {
 // else the request's run_id, else the selected run. The request is read
 // from stdin when no argument is given; an empty stdin is an empty
 // request.
-func requestedRun(env *Env, g *globals, args []string) (string, error) {
+func requestedRun(env *Env, g *globals, c *cobra.Command, args []string) (string, error) {
 	if len(args) == 1 {
 		return args[0], state.ValidRunID(args[0])
 	}
 	var req runRequest
-	if err := readOptionalRequest(env, &req); err != nil {
+	if err := readOptionalRequest(env, c, &req); err != nil {
 		return "", err
 	}
 	if req.RunID != "" {
@@ -83,7 +83,7 @@ A run with --native-checkpoints refuses monitors.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !flagsUsed(c) {
-				if err := readOptionalRequest(env, &req); err != nil {
+				if err := readOptionalRequest(env, c, &req); err != nil {
 					return err
 				}
 			}
@@ -151,7 +151,7 @@ them with procmon reconcile.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
-			id, err := requestedRun(env, g, args)
+			id, err := requestedRun(env, g, c, args)
 			if err != nil {
 				return err
 			}
@@ -192,7 +192,7 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 		Short: "List the runs",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := readOptionalRequest(env, &runListRequest{}); err != nil {
+			if err := readOptionalRequest(env, c, &runListRequest{}); err != nil {
 				return err
 			}
 			dir, err := openState(env)
@@ -223,7 +223,7 @@ func newRunShowCmd(env *Env, g *globals) *cobra.Command {
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
-			id, err := requestedRun(env, g, args)
+			id, err := requestedRun(env, g, c, args)
 			if err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ any other is a name.
 			default:
 				// An empty stdin (cron, ssh, a CI step) is an empty
 				// request, which lists, as at a terminal.
-				if err := readOptionalRequest(env, &req); err != nil {
+				if err := readOptionalRequest(env, c, &req); err != nil {
 					return err
 				}
 			}

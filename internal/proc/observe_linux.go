@@ -215,6 +215,7 @@ func CancelObserved(dir *state.Dir, o *Observation, graceMs int64, reason string
 	if !o.Terminal() && reply != nil && reply.Receipt != nil {
 		m := *o.Monitor
 		m.Phase, m.Receipt = state.PhaseTerminal, reply.Receipt
+		reply.counters(&m)
 		o = &Observation{Monitor: &m, Status: reply.Receipt.Status, StateError: reply.StateError}
 	}
 	if !o.Terminal() {
