@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,7 +62,7 @@ func parseSeconds(s string) (int64, error) {
 		if strings.HasPrefix(err.Error(), "time: unknown unit") || strings.HasPrefix(err.Error(), "time: missing unit") {
 			return 0, fmt.Errorf("unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds")
 		}
-		if durationSyntax.MatchString(s) {
+		if durationSyntax().MatchString(s) {
 			// Well formed, past what a duration holds (292 years).
 			return 0, fmt.Errorf("over the limit of %d seconds (a hundred years)", protocol.MaxSeconds)
 		}
@@ -73,8 +74,12 @@ func parseSeconds(s string) (int64, error) {
 	return int64(d / time.Second), nil
 }
 
-// durationSyntax is what time.ParseDuration reads, whatever the size.
-var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+// durationSyntax is what time.ParseDuration reads, whatever the size:
+// compiled on the refusal's path only, not as every procmon (each
+// guardian too) starts.
+var durationSyntax = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+})
 
 // formatSeconds shows seconds the way a person would type them: a
 // flag's default, a duration in the settings.
