@@ -121,9 +121,13 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 		return err
 	}
 	ids, err := monitorArgs(env, g, args, name)
+	if err == nil {
+		// An exact id is taken as it is written: it must name a monitor.
+		err = monitorsExist(env, ids)
+	}
 	if err != nil {
-		// Each is resolved before any is cancelled: say so, or a person
-		// who sees the same exit status as for one monitor that failed to
+		// Each is found before any is cancelled: say so, or a person who
+		// sees the same exit status as for one monitor that failed to
 		// drain may take the others for stopped.
 		pe := protocol.AsError(err)
 		return &protocol.Error{Code: pe.Code, Details: pe.Details,
@@ -162,6 +166,22 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 		g.exitStatus = resp.Errors[0].Error.Code.ExitStatus()
 	}
 	return respond(env, g, resp)
+}
+
+// monitorsExist refuses the first of ids that names no monitor
+// (unknown_monitor); a monitor whose record cannot be read is left to
+// its cancel, which says why.
+func monitorsExist(env *Env, ids []string) error {
+	dir, err := openState(env)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := dir.LoadMonitor(id); protocol.HasCode(err, protocol.CodeUnknownMonitor) || protocol.HasCode(err, protocol.CodeInvalidRequest) {
+			return err
+		}
+	}
+	return nil
 }
 
 // liveMonitorsOfRun lists the selected run's monitors that have no
