@@ -73,6 +73,13 @@ CALL_TIMEOUT_SECONDS = 60
 # this it is killed so the caller's interrupt is never held up.
 INTERRUPT_ANSWER_SECONDS = 5
 
+# An interrupted start or exec answers once it has drained what it
+# started: the default grace of 5 s, then at most 5 s of SIGKILL,
+# verification and the output's end. Killed before that, procmon leaves
+# the command's processes for the next list to settle, and its answer
+# (the receipt) is lost.
+DRAIN_ANSWER_SECONDS = 20
+
 _DEFAULT_CANCEL_GRACE_SECONDS = 5
 
 
@@ -117,7 +124,7 @@ def start_process(
     is cancelled before the interrupt propagates.
     """
     try:
-        return _call("start", request, run=run, binary=binary, env=env, interruptible=True, bounded=True)
+        return _call("start", request, run=run, binary=binary, env=env, interruptible=True, bounded=True, drains=True)
     except KeyboardInterrupt as interrupt:
         # procmon answered before the interrupt reached it: the service
         # runs, and no answer will name it to the caller, so it is stopped.
@@ -220,7 +227,7 @@ def execute_command(
     slot of the run's command budget. Read ``exit_code`` (or ``signal``)
     and ``text``. On KeyboardInterrupt procmon drains the command.
     """
-    return _call("exec", request, run=run, binary=binary, env=env, interruptible=True)
+    return _call("exec", request, run=run, binary=binary, env=env, interruptible=True, drains=True)
 
 
 TOOLS: Dict[str, Callable[..., Dict[str, Any]]] = {
@@ -296,6 +303,7 @@ def _call(
     env: Optional[Mapping[str, str]] = None,
     timeout: float = CALL_TIMEOUT_SECONDS,
     interruptible: bool = False,
+    drains: bool = False,
     bounded: bool = False,
 ) -> Dict[str, Any]:
     try:
@@ -312,7 +320,10 @@ def _call(
 
     try:
         if interruptible:
-            status, stdout, stderr = _run_interruptible(argv, payload, child_env, timeout if bounded else None)
+            status, stdout, stderr = _run_interruptible(
+                argv, payload, child_env, timeout if bounded else None,
+                DRAIN_ANSWER_SECONDS if drains else INTERRUPT_ANSWER_SECONDS,
+            )
         else:
             done = subprocess.run(
                 argv,
@@ -353,14 +364,17 @@ def _find_binary(binary: Optional[str], env: Mapping[str, str]) -> str:
     return found
 
 
-def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str], timeout: Optional[float]):
+def _run_interruptible(
+    argv: List[str], payload: str, env: Dict[str, str], timeout: Optional[float], answer_seconds: float
+):
     """Run a command that a KeyboardInterrupt ends gracefully.
 
     subprocess.run would SIGKILL the child on KeyboardInterrupt; procmon
     instead gets SIGINT, so it answers wait_interrupted: a wait ends and
     its service keeps running, a start or an exec drains what it started.
     With a timeout, a child that has not answered by then is killed and
-    subprocess.TimeoutExpired raised.
+    subprocess.TimeoutExpired raised; interrupted, one that has not
+    answered within answer_seconds of the SIGINT is killed.
     """
     child = subprocess.Popen(
         argv,
@@ -387,7 +401,7 @@ def _run_interruptible(argv: List[str], payload: str, env: Dict[str, str], timeo
             try:
                 if child.poll() is None:
                     child.send_signal(signal.SIGINT)
-                answer, _ = child.communicate(timeout=INTERRUPT_ANSWER_SECONDS)
+                answer, _ = child.communicate(timeout=answer_seconds)
             except subprocess.TimeoutExpired:
                 pass
             finally:

@@ -24,9 +24,11 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from procmon_tools import (  # noqa: E402
+    INTERRUPT_ANSWER_SECONDS,
     TOOLS,
     ProcmonError,
     cancel_process,
+    execute_command,
     process_logs,
     process_status,
     start_process,
@@ -334,6 +336,7 @@ if sys.argv[1] == "cancel":
     sys.exit(0)
 def answer(signum, frame):
     Path({marker!r}).write_text(signal.Signals(signum).name)
+    time.sleep({drain!r})  # the drain of what it started
     if {running!r}:
         print('{{"monitor_id":"m_00000000000000000000","status":"running"}}')
         sys.exit(0)
@@ -352,9 +355,26 @@ time.sleep(60)
         # never sees the answer, so the shim stops the service it names.
         self.assertEqual(self._interrupt_start(running=True), ("SIGINT", "m_00000000000000000000"))
 
+    def test_interrupted_exec_is_given_its_drain(self):
+        # An interrupted exec answers once it has drained its command,
+        # which may take the grace and more: killed at the wait's bound
+        # (INTERRUPT_ANSWER_SECONDS), procmon left the command's processes
+        # and its receipt was lost.
+        drain = INTERRUPT_ANSWER_SECONDS + 1
+        got, _, answer = self._interrupt(execute_command, running=False, drain=drain)
+        self.assertEqual(got, "SIGINT")
+        self.assertIn('"code":"wait_interrupted"', answer)
+
     def _interrupt_start(self, running):
         """Interrupt a start_process of the stand-in; return the signal it
         got and the monitor it was asked to cancel, if any."""
+        got, cancelled, _ = self._interrupt(start_process, running)
+        return got, cancelled
+
+    def _interrupt(self, tool, running, drain=0):
+        """Interrupt a call of tool to the stand-in, which takes drain
+        seconds to answer; return the signal it got, the monitor it was
+        asked to cancel, if any, and its answer."""
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         self.addCleanup(signal.signal, signal.SIGINT, previous)
         work = tempfile.TemporaryDirectory(prefix="procmon-shim-")
@@ -364,7 +384,7 @@ time.sleep(60)
         stand_in = os.path.join(work.name, "procmon")
         with open(stand_in, "w", encoding="utf-8") as f:
             f.write(self.STAND_IN.format(python=sys.executable, marker=marker, ready=ready,
-                                         cancelled=cancelled, running=running))
+                                         cancelled=cancelled, running=running, drain=drain))
         os.chmod(stand_in, 0o700)
 
         def interrupt():
@@ -375,15 +395,16 @@ time.sleep(60)
 
         interrupter = threading.Thread(target=interrupt, daemon=True)
         interrupter.start()
-        with self.assertRaises(KeyboardInterrupt):
-            start_process({"argv": SLEEPER}, binary=stand_in)
+        with self.assertRaises(KeyboardInterrupt) as raised:
+            tool({"argv": SLEEPER}, binary=stand_in)
         interrupter.join(PATIENCE_SECONDS)
+        answer = getattr(raised.exception, "procmon_answer", None)
         with open(marker, encoding="utf-8") as f:
             got = f.read()
         if not os.path.exists(cancelled):
-            return got, None
+            return got, None, answer
         with open(cancelled, encoding="utf-8") as f:
-            return got, f.read()
+            return got, f.read(), answer
 
 
 class ErrorTest(ProcmonToolsTest):
