@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,8 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"no such shell", "", []string{"completion", "tcsh"}, "invalid_request", 2, `(see procmon completion --help)`},
 		{"too many arguments", "", []string{"status", "a", "b"}, "invalid_request", 2, "(see procmon status --help)"},
 		{"init as owner", "", []string{"run", "new", "--owner-pid", "1"}, "invalid_request", 2, "owner pid 1 cannot own a run"},
+		{"no owner as owner", "", []string{"run", "new", "--owner-pid", "0"}, "invalid_request", 2, "owner pid 0 cannot own a run"},
+		{"no owner as owner by request", `{"request": {"owner_pid": 0}}`, []string{"run", "new"}, "invalid_request", 2, "owner pid 0 cannot own a run"},
 		{"several with one unknown", "", []string{"cancel", "nosuch", "m_" + strings.Repeat("0", 26)}, "unknown_monitor", 4, "none of the 2 monitors given was cancelled"},
 		// A flag that builds a request from the command line is refused
 		// with one read from stdin, which would go on without it.
@@ -281,6 +284,10 @@ func TestRequestlessCommandsReadStdin(t *testing.T) {
 	_, listed, raw := runIn(t, dir, `{"request": {"all_runs": true}}`, "list")
 	if _, ok := listed["monitors"]; !ok || listed["run_id"] != nil {
 		t.Errorf("list with all_runs by request: %s; want every run's monitors, no run_id", raw)
+	}
+	// An empty --tools grants no tool, as "tools": [] does.
+	if _, none, raw := runIn(t, dir, "", "run", "new", "--tools", ""); fmt.Sprint(none["tools"]) != "[]" {
+		t.Errorf("run new --tools '': %s; want a run that grants no tool", raw)
 	}
 	if status, _, raw := runIn(t, dir, `{"request": {}}`, "run", "list"); status != 0 {
 		t.Errorf("run list with an empty request: exit %d %s", status, raw)

@@ -119,7 +119,8 @@ func (s *mcpSession) sessionRun() (string, error) {
 	if s.runID != "" {
 		return s.runID, nil
 	}
-	r, err := runNew(s.env, runNewRequest{OwnerPID: os.Getpid()})
+	owner := os.Getpid()
+	r, err := runNew(s.env, runNewRequest{OwnerPID: &owner})
 	if err != nil {
 		s.runErr = err
 		return "", err

@@ -20,7 +20,7 @@ type runView struct {
 }
 
 type runNewRequest struct {
-	OwnerPID          int      `json:"owner_pid,omitempty"`
+	OwnerPID          *int     `json:"owner_pid,omitempty"`
 	NativeCheckpoints bool     `json:"native_checkpoints,omitempty"`
 	Tools             []string `json:"tools,omitempty"`
 }
@@ -69,6 +69,7 @@ Commands act in $PROCMON_RUN or --run, else the run "default".`,
 func newRunNewCmd(env *Env, g *globals) *cobra.Command {
 	var req runNewRequest
 	var tools string
+	var ownerPID int
 	c := &cobra.Command{
 		Use:   "new [--owner-pid N] [--native-checkpoints] [--tools LIST]",
 		Short: "Create a run and print its id",
@@ -87,8 +88,16 @@ A run with --native-checkpoints refuses monitors.`,
 					return err
 				}
 			}
-			if tools != "" {
-				req.Tools = strings.Split(tools, ",")
+			if c.Flags().Changed("owner-pid") {
+				req.OwnerPID = &ownerPID
+			}
+			if c.Flags().Changed("tools") {
+				// An empty list grants no tool, as "tools": [] does: a
+				// script's list that came out empty is not every tool.
+				req.Tools = []string{}
+				if tools != "" {
+					req.Tools = strings.Split(tools, ",")
+				}
 			}
 			run, err := runNew(env, req)
 			if err != nil {
@@ -97,7 +106,7 @@ A run with --native-checkpoints refuses monitors.`,
 			return respond(env, g, runView{Run: run})
 		},
 	}
-	c.Flags().IntVar(&req.OwnerPID, "owner-pid", 0, "drain the run's monitors when this process exits")
+	c.Flags().IntVar(&ownerPID, "owner-pid", 0, "drain the run's monitors when this process exits")
 	c.Flags().BoolVar(&req.NativeCheckpoints, "native-checkpoints", false, "the invocation uses native checkpoints (monitors are refused)")
 	c.Flags().StringVar(&tools, "tools", "", "comma-separated monitor tools the run allows")
 	return c
@@ -112,17 +121,19 @@ func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 		return nil, err
 	}
 	n := state.NewRun{Tools: req.Tools, NativeCheckpoints: req.NativeCheckpoints}
-	if req.OwnerPID != 0 {
-		if req.OwnerPID <= 1 {
+	if req.OwnerPID != nil {
+		pid := *req.OwnerPID
+		if pid <= 1 {
 			// No process to bind: init never exits, and 0 or less names
 			// none (proc.Matches never takes them).
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d cannot own a run: give the pid of the process whose exit ends the invocation (an agent's, or $$ of a shell)", req.OwnerPID).With("field", "owner_pid")
+			// 0 too: the parent pid that getppid() gives in a container.
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d cannot own a run: give the pid of the process whose exit ends the invocation (an agent's, or $$ of a shell)", pid).With("field", "owner_pid")
 		}
-		ticks, err := proc.StartTicks(req.OwnerPID)
-		if err != nil || !proc.Matches(req.OwnerPID, ticks) {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d is not a running process", req.OwnerPID).With("field", "owner_pid")
+		ticks, err := proc.StartTicks(pid)
+		if err != nil || !proc.Matches(pid, ticks) {
+			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d is not a running process", pid).With("field", "owner_pid")
 		}
-		n.Owner = &state.Owner{PID: req.OwnerPID, StartTicks: ticks}
+		n.Owner = &state.Owner{PID: pid, StartTicks: ticks}
 	}
 	return dir.CreateNewRun(n, env.Now().UnixMilli())
 }

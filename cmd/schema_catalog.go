@@ -293,6 +293,7 @@ var schemaCatalog = &schema.Catalog{
 		"startRequest.argv":        {"type": "array", "minItems": 1, "items": schema.Schema{"type": "string"}},
 		"execRequest.argv":         {"type": "array", "minItems": 1, "items": schema.Schema{"type": "string"}},
 		"logsRequest.offset":       {"type": []string{"integer", "null"}, "minimum": 0},
+		"runNewRequest.owner_pid":  {"type": []string{"integer", "null"}, "minimum": 2},
 		"statusRequest.monitor_id": {"type": []string{"string", "null"}, "pattern": "^m_[0-9a-z]{20,32}$"},
 		// No control character (C0, DEL, C1), in the escapes that Go,
 		// ECMA-262 and Python regexes all read alike. maxLength counts
