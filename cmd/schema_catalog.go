@@ -242,7 +242,7 @@ var schemaCatalog = &schema.Catalog{
 		"runEndResponse.ended_at_ms":    "When the run ended, in milliseconds since the Unix epoch.",
 		"logsRequest.offset":            "Read from this byte of the redacted stream instead of the end (0: from the start). Absent: the last max_bytes.",
 		"logsResponse.offset":           "Byte offset in the redacted stream where text starts.",
-		"execResponse.status":           "exited: the command ended by itself (see exit_code or signal). timed_out: drained at its deadline. output_limit: drained because its output passed max_output_bytes. cancelled: drained because the caller was interrupted (reason interrupted).",
+		"execResponse.status":           "exited: the command ended by itself (see exit_code or signal). timed_out: drained at its deadline. output_limit: drained because its output passed max_output_bytes. cancelled: drained because the caller was interrupted (reason interrupted), the run ended (run_ended) or the run's owner exited (owner_exited).",
 		"execResponse.text":             "The end of the command's redacted output (stdout and stderr interleaved in order), at most max_bytes, never split inside a character.",
 		"execResponse.work_deadline_ms": "When the command would have been drained as timed_out, in milliseconds since the Unix epoch: the smallest of the run's work duration, the monitor timeout and timeout_seconds (default 600).",
 		"execRequest.timeout_seconds":   "Drain the command as timed_out after this many seconds (positive). Default 600: a foreground command always has a deadline.",

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/ids"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
@@ -184,5 +188,53 @@ func TestExecExitsNoEarlierThanItStarts(t *testing.T) {
 		if e := res.Receipt.ExitedAtMs; e == nil || *e < res.StartedAtMs {
 			t.Fatalf("exited at %v, started at %d", e, res.StartedAtMs)
 		}
+	}
+}
+
+// An exec is drained when its run ends, as the run's monitors are: run
+// end answers at once, and the command used to run on to its own end
+// (or its deadline) and be reported exited.
+func TestExecDrainedByRunEnd(t *testing.T) {
+	dir, err := state.Open(t.TempDir() + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := ids.NewID("r_")
+	if err := dir.CreateRun(&state.Run{RunID: runID, CreatedAtMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	spec := execSpec(": > " + started + "; echo up; exec sleep 1000")
+	spec.State, spec.RunID = dir, runID
+	ended := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				ended <- fmt.Errorf("the command did not start in 30 s")
+				return
+			}
+		}
+		_, err := EndRun(dir, runID, time.Now().UnixMilli())
+		ended <- err
+	}()
+	// The command's own deadline bounds the test: an exec that does not
+	// see its run end is reported timed_out, not hung on.
+	d := time.Now().Add(30 * time.Second).UnixMilli()
+	spec.DeadlineMs = &d
+	res := runExec(t, context.Background(), spec)
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Receipt; r.Status != state.StatusCancelled || r.Reason != "run_ended" || r.ExitCode != nil {
+		t.Fatalf("receipt %+v, want cancelled, run_ended, no exit code", r)
+	}
+	if res.Text != "up\n" {
+		t.Errorf("text %q", res.Text)
+	}
+	if left, _ := dir.MonitorIDs(); len(left) != 0 {
+		t.Errorf("the exec's trace is left: %v", left)
 	}
 }

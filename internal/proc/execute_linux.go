@@ -81,6 +81,8 @@ func Execute(ctx context.Context, dir *state.Dir, req ExecRequest) (*Executed, e
 		WindowBytes:    req.WindowBytes,
 		GraceMs:        DefaultDrainGraceMs,
 		State:          dir,
+		RunID:          run.RunID,
+		Owner:          run.Owner,
 	}
 	// The slot is taken before anything is spawned and never refunded, as
 	// a start's is; an exec that fails to spawn has used it. What comes

@@ -661,7 +661,7 @@ loop:
 			cause = drainCause{status: state.StatusOutputLimit, reason: "output_limit", graceMs: DefaultDrainGraceMs}
 			break loop
 		case <-g.owner:
-			cause = drainCause{status: state.StatusCancelled, reason: "owner_exited", graceMs: DefaultDrainGraceMs}
+			cause = ownerExited
 			break loop
 		case sig := <-g.sig.Termination:
 			cause = drainCause{status: state.StatusCancelled, reason: "guardian_" + unix.SignalName(sig.(syscall.Signal)), graceMs: DefaultDrainGraceMs}
@@ -703,6 +703,30 @@ func (g *guardian) exitRaced(cause drainCause) drainCause {
 	return cause
 }
 
+// runEnded and ownerExited are the drains of a run's commands once the
+// run has ended, or its owner has exited.
+var (
+	runEnded    = drainCause{status: state.StatusCancelled, reason: "run_ended", graceMs: DefaultDrainGraceMs}
+	ownerExited = drainCause{status: state.StatusCancelled, reason: "owner_exited", graceMs: DefaultDrainGraceMs}
+)
+
+// runOver reports whether custody of a command of run runID, bound to
+// owner (nil: unbound), must end because the run has ended or its owner
+// has exited, and with which drain. It fails when the run cannot be read.
+func runOver(dir *state.Dir, runID string, owner *state.Owner) (drainCause, bool, error) {
+	run, err := dir.LoadRun(runID)
+	if err != nil {
+		return drainCause{}, false, err
+	}
+	if run.EndedAtMs != nil {
+		return runEnded, true, nil
+	}
+	if owner != nil && !ownerAlive(*owner) {
+		return ownerExited, true, nil
+	}
+	return drainCause{}, false, nil
+}
+
 // heartbeatMissed is the drain of a guardian that finds its ownership
 // window lapsed.
 var heartbeatMissed = drainCause{status: state.StatusCancelled, reason: "heartbeat_missed", graceMs: DefaultDrainGraceMs}
@@ -727,13 +751,10 @@ func (g *guardian) renew() (drainCause, bool) {
 	if g.custodyLapsed() {
 		return missed, false
 	}
-	if run, err := g.dir.LoadRun(g.spec.RunID); err != nil {
+	if c, over, err := runOver(g.dir, g.spec.RunID, g.spec.Owner); err != nil {
 		return revoked, false
-	} else if run.EndedAtMs != nil {
-		return drainCause{status: state.StatusCancelled, reason: "run_ended", graceMs: DefaultDrainGraceMs}, false
-	}
-	if g.spec.Owner != nil && !Matches(g.spec.Owner.PID, g.spec.Owner.StartTicks) {
-		return drainCause{status: state.StatusCancelled, reason: "owner_exited", graceMs: DefaultDrainGraceMs}, false
+	} else if over {
+		return c, false
 	}
 	if !g.deadlineAt.IsZero() && !time.Now().Before(g.deadlineAt) {
 		return drainCause{status: state.StatusTimedOut, reason: "deadline", graceMs: DefaultDrainGraceMs}, false
