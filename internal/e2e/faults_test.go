@@ -1606,6 +1606,31 @@ func TestFaultsExecKilled(t *testing.T) {
 	}
 }
 
+// TestFaultsExecKilledThenRunEnd kills a foreground command's custodian
+// (procmon exec) while the command's children run, then ends the run:
+// the end stops what the killed exec left, as a list does, and its trace
+// goes. It used to leave them running until some later list.
+func TestFaultsExecKilledThenRunEnd(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	c := l.command("", "exec", "--timeout", "60s", "--", "sh", "-c", "sleeper & sleeper & exec sleeper")
+	end := l.background(c)
+	command := guardianOf(t, c.Process.Pid) // the exec's child: the command
+	awaitSession(t, command, 3)
+	unix.Kill(c.Process.Pid, unix.SIGKILL)
+	if _, exited := end(); exited {
+		t.Fatal("exec answered though it was killed")
+	}
+	if r, _ := l.run("run", "end"); r.Get("error").Exists() {
+		t.Fatalf("run end: %s", r.Raw)
+	}
+	// Nothing but the run's end has looked at the state directory since
+	// the exec was killed.
+	l.nothingLeft()
+	if ids, _ := (&state.Dir{Path: l.state}).MonitorIDs(); len(ids) != 0 {
+		t.Fatalf("the trace of a killed exec is still there after run end: %v", ids)
+	}
+}
+
 // TestFaultsExecKilledWithEscapee kills a foreground command's custodian
 // (procmon exec) while a descendant of the command has left the command's
 // session with setsid (and ignores SIGTERM). The command dies with its

@@ -35,7 +35,9 @@ type MonitorError struct {
 // was in flight: a start that took its slot before the end is waited for
 // until it is a monitor, then drained with the rest (slots are taken
 // under the run's lock, which the end is marked under, so none is taken
-// after it).
+// after it). A foreground command (exec) sees the end itself and drains
+// its command (see Exec); what one whose custodian died left running is
+// stopped here, as list stops it (see SweepAbandoned).
 func EndRun(dir *state.Dir, id string, nowMs int64) (*RunEnded, error) {
 	run, err := dir.UpdateRun(id, func(r *state.Run) error {
 		if r.EndedAtMs == nil {

@@ -230,7 +230,8 @@ func CancelObserved(dir *state.Dir, o *Observation, graceMs int64, reason string
 // AwaitStart waits, until deadline, for the start in progress in monitor
 // directory id (no record yet) to become a monitor or come to nothing, and
 // returns the monitor's observation, or nil once there is no monitor and
-// will be none.
+// will be none. A foreground command's trace is none, at once; it is
+// swept on the way when its custodian is gone (see SweepAbandoned).
 func AwaitStart(dir *state.Dir, id string, deadline time.Time) (*Observation, error) {
 	interval := time.Millisecond
 	for {
@@ -239,7 +240,12 @@ func AwaitStart(dir *state.Dir, id string, deadline time.Time) (*Observation, er
 			return o, err
 		}
 		if mk, err := dir.LoadMaker(id); err == nil && mk.Session != 0 {
-			return nil, nil // a foreground command's trace, not a start
+			// A foreground command's trace, not a start: one whose
+			// custodian is gone is swept now, as list sweeps it, so
+			// that what it left (it names no run) stops with the first
+			// command that looks; a live custodian drains its own.
+			SweepAbandoned(dir, id)
+			return nil, nil
 		}
 		if SweepAbandoned(dir, id) {
 			return nil, nil
