@@ -198,6 +198,9 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 	if res.Window {
 		resp.Truncation = append(resp.Truncation, state.TruncWindow)
 	}
+	if res.Undrained {
+		resp.Truncation = append(resp.Truncation, state.TruncOutputUndrained)
+	}
 	resp.OutputTruncated = len(resp.Truncation) > 0
 	if res.Receipt.Reason == proc.ExecInterrupted {
 		return nil, protocol.Errorf(protocol.CodeWaitInterrupted, "exec of %s was interrupted: its group was drained (details.result has what it did)", resp.Argv[0]).

@@ -107,3 +107,63 @@ func TestExecDrainedWithItsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestExecOutputUndrainedSaysSo: when a process outside the command holds
+// the command's output pipe open, exec answers with the output it read
+// and says that it may be cut (truncation output_undrained). It used to
+// answer an empty text, with captured_bytes counting what it dropped,
+// and output_truncated false.
+func TestExecOutputUndrainedSaysSo(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	cwd := t.TempDir()
+	procmon := procmonIn(t, stateDir, cwd)
+	runProcmon(t, procmon, "configure", "--enable")
+
+	x := procmon("exec", "--", "sh", "-c", "echo $$ > pid.new; mv pid.new pid; while [ ! -e go ]; do sleep 0.01; done; echo bye")
+	var stdout, stderr bytes.Buffer
+	x.Stdout, x.Stderr = &stdout, &stderr
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer os.WriteFile(filepath.Join(cwd, "go"), nil, 0o600) // a failed test lets the command end
+	var pid []byte
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if pid, err = os.ReadFile(filepath.Join(cwd, "pid")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			x.Process.Kill()
+			x.Wait()
+			t.Fatalf("the command of procmon exec never started: %s %s", stdout.String(), stderr.String())
+		}
+	}
+	// This test process, outside the command, takes the write end of the
+	// command's output pipe and holds it until exec has answered.
+	holder, err := os.OpenFile("/proc/"+strings.TrimSpace(string(pid))+"/fd/1", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("take the command's output pipe: %v", err)
+	}
+	defer holder.Close()
+	holder.WriteString("holder has the pipe\n")
+	os.WriteFile(filepath.Join(cwd, "go"), nil, 0o600)
+	x.Wait()
+	out := stdout.String()
+	if status := x.ProcessState.ExitCode(); status != 0 {
+		t.Fatalf("procmon exec: exit status %d, wrote %q %q", status, out, stderr.String())
+	}
+	for path, want := range map[string]string{
+		"exit_code":            "0",
+		"output_drained":       "false",
+		"group_empty_verified": "true",
+		"text":                 "holder has the pipe\nbye\n",
+		"captured_bytes":       "24",
+		"output_truncated":     "true",
+		"truncation":           `["output_undrained"]`,
+	} {
+		if got := gjson.Get(out, path).Raw; got != want && gjson.Get(out, path).String() != want {
+			t.Errorf("exec answered %s: %s %s, want %s", out, path, got, want)
+		}
+	}
+	assertNothingLeft(t, stateDir)
+}

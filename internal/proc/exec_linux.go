@@ -68,9 +68,12 @@ type ExecResult struct {
 	CapturedBytes int64 // bytes of the command's redacted output, stored or not
 	StreamBytes   int64 // bytes of the redacted stream, of which Text is the end
 	// CaptureLimit: the output passed MaxOutputBytes; Window: Text leaves
-	// the start of the stream out.
+	// the start of the stream out; Undrained: the output pipe was not read
+	// to its end (see Receipt.OutputDrained), so the stream, and Text
+	// with it, may leave out what was written last.
 	CaptureLimit bool
 	Window       bool
+	Undrained    bool
 }
 
 // ExecInterrupted is the drain cause reason of a command whose caller
@@ -270,19 +273,19 @@ loop:
 		spec.State.RemoveMonitorDir(traceID)
 	}
 	if !res.Receipt.OutputDrained {
-		// The copier still owns the filter: nothing more is read from it.
-		// A member that survived SIGKILL holds the pipe; what it wrote
-		// before is in the tail already.
+		// Something still holds the pipe's write end: a member that
+		// survived SIGKILL, or a process outside the command that was
+		// handed it. Closing the read end wakes the copier's read, and it
+		// ends at once, the filter flushed into the tail: what was read
+		// is the text, which leaves out whatever was not (Undrained).
 		out.pipe.Close()
+		<-out.done
 	}
 
 	res.CapturedBytes = out.captured.Load()
 	res.CaptureLimit = spec.MaxOutputBytes != nil && res.CapturedBytes > *spec.MaxOutputBytes
-	if res.Receipt.OutputDrained {
-		tail.window(res, spec.WindowBytes)
-	} else {
-		res.Text, res.OutputSHA256 = "", emptySHA256
-	}
+	res.Undrained = !res.Receipt.OutputDrained
+	tail.window(res, spec.WindowBytes)
 	return res, nil
 }
 
@@ -348,8 +351,6 @@ func (t *traceEscapes) record(e *escapes) {
 		t.recorded = e
 	}
 }
-
-var emptySHA256 = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()
 
 // outputTail keeps the last keep bytes of a foreground command's stored
 // output (redacted, and cut at the capture limit) in memory, instead of a

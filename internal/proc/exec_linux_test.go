@@ -238,3 +238,63 @@ func TestExecDrainedByRunEnd(t *testing.T) {
 		t.Errorf("the exec's trace is left: %v", left)
 	}
 }
+
+// When a process outside the command holds its output pipe open (as an
+// ssh ControlMaster holds a mux client's stdio), the pipe is never read
+// to its end: the result still holds the output read until the drain,
+// and says that it may be cut. It used to hold no text at all, its
+// captured bytes counted but not shown, and no truncation.
+func TestExecOutputUndrainedKeepsItsText(t *testing.T) {
+	tmp := t.TempDir()
+	pidFile, goFile := filepath.Join(tmp, "pid"), filepath.Join(tmp, "go")
+	spec := execSpec("echo $$ > " + pidFile + ".new; mv " + pidFile + ".new " + pidFile +
+		"; while [ ! -e " + goFile + " ]; do sleep 0.01; done; echo bye; exit 5")
+	held := make(chan *os.File, 1)
+	go func() {
+		defer close(held)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				continue
+			}
+			// This process, no member of the command's group, takes the
+			// write end of the command's output pipe.
+			f, err := os.OpenFile("/proc/"+strings.TrimSpace(string(b))+"/fd/1", os.O_WRONLY, 0)
+			if err != nil {
+				t.Errorf("take the command's output pipe: %v", err)
+			} else {
+				f.WriteString("holder has the pipe\n")
+				held <- f
+			}
+			os.WriteFile(goFile, nil, 0o600)
+			return
+		}
+		t.Errorf("the command did not start in 30 s")
+		os.WriteFile(goFile, nil, 0o600)
+	}()
+	res, err := Exec(context.Background(), spec)
+	if f := <-held; f != nil {
+		f.Close()
+	}
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if unix.Kill(-res.PID, 0) != unix.ESRCH {
+		t.Errorf("group %d is still there", res.PID)
+	}
+	if !noChildren() {
+		t.Errorf("children left: %v", ownChildren())
+	}
+	r := res.Receipt
+	if r.ExitCode == nil || *r.ExitCode != 5 || !r.GroupEmptyVerified || r.OutputDrained {
+		t.Fatalf("receipt %+v, want exit code 5, the group verified empty, the output not drained", r)
+	}
+	want := "holder has the pipe\nbye\n"
+	if res.Text != want || res.CapturedBytes != int64(len(want)) || !res.Undrained {
+		t.Errorf("text %q (captured %d), undrained %v: want %q, undrained", res.Text, res.CapturedBytes, res.Undrained, want)
+	}
+	sum := sha256.Sum256([]byte(res.Text))
+	if res.OutputSHA256 != hex.EncodeToString(sum[:]) || res.OutputBytes != len(res.Text) {
+		t.Errorf("output_sha256/output_bytes do not describe the text %q", res.Text)
+	}
+}

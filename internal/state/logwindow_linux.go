@@ -15,6 +15,10 @@ const (
 	TruncCaptureLimit   = "capture_limit"
 	TruncWindow         = "window"
 	TruncIncompleteUTF8 = "incomplete_utf8"
+	// TruncOutputUndrained is an exec's only: its output pipe was not
+	// read to its end (something outside its custody held it open), so
+	// the text may leave out what was written last.
+	TruncOutputUndrained = "output_undrained"
 )
 
 // LogWindow is a bounded piece of a monitor's redacted output: the text of
