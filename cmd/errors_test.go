@@ -321,6 +321,20 @@ func TestRunShowsItsOwnersExit(t *testing.T) {
 	}
 	owner.Process.Kill()
 	owner.Wait()
+	// While the end cannot be recorded (its run's lock planted as a link),
+	// the run is still shown and listed, as it is stored.
+	lock := filepath.Join(dir, "runs", id, "lock")
+	os.Remove(lock)
+	if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), lock); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, raw := runIn(t, dir, "", "run", "show", id); status != 0 {
+		t.Errorf("run show of a run whose end cannot be recorded: exit %d %s", status, raw)
+	}
+	if _, listed, raw := runIn(t, dir, "", "run", "list"); len(listed["runs"].([]any)) != 1 {
+		t.Errorf("run list with a run whose end cannot be recorded: %s", raw)
+	}
+	os.Remove(lock)
 	_, shown, raw := runIn(t, dir, "", "run", "show", id)
 	if shown["ended_at_ms"] == nil || shown["end_reason"] != "owner_exited" {
 		t.Errorf("run show once its owner exited: %s; want it ended, owner_exited", raw)

@@ -256,8 +256,10 @@ func showRun(env *Env, dir *state.Dir, id string) (*runView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r, err = dir.EndOwnerless(r, env.Now().UnixMilli(), ownerAlive); err != nil {
-		return nil, err
+	// An end that cannot be recorded (a full disk) leaves the run shown as
+	// it is stored, rather than out of run list.
+	if ended, err := dir.EndOwnerless(r, env.Now().UnixMilli(), ownerAlive); err == nil {
+		r = ended
 	}
 	used, err := dir.BudgetUsed(id)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
