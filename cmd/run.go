@@ -125,8 +125,8 @@ func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 		pid := *req.OwnerPID
 		if pid <= 1 {
 			// No process to bind: init never exits, and 0 or less names
-			// none (proc.Matches never takes them).
-			// 0 too: the parent pid that getppid() gives in a container.
+			// none (proc.Matches never takes them); 0 is what getppid()
+			// gives in a container, so --owner-pid $PPID there.
 			return nil, protocol.Errorf(protocol.CodeInvalidRequest, "owner pid %d cannot own a run: give the pid of the process whose exit ends the invocation (an agent's, or $$ of a shell)", pid).With("field", "owner_pid")
 		}
 		ticks, err := proc.StartTicks(pid)
