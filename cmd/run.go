@@ -112,9 +112,6 @@ A run with --native-checkpoints refuses monitors.`,
 	return c
 }
 
-// ownerAlive reports whether a run's owner is the process it was bound to.
-func ownerAlive(o state.Owner) bool { return proc.Matches(o.PID, o.StartTicks) }
-
 func runNew(env *Env, req runNewRequest) (*state.Run, error) {
 	dir, err := openState(env)
 	if err != nil {
@@ -258,7 +255,7 @@ func showRun(env *Env, dir *state.Dir, id string) (*runView, error) {
 	}
 	// An end that cannot be recorded (a full disk) leaves the run shown as
 	// it is stored, rather than out of run list.
-	if ended, err := dir.EndOwnerless(r, env.Now().UnixMilli(), ownerAlive); err == nil {
+	if ended, err := dir.EndOwnerless(r, env.Now().UnixMilli(), proc.OwnerAlive); err == nil {
 		r = ended
 	}
 	used, err := dir.BudgetUsed(id)

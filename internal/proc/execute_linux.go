@@ -46,7 +46,7 @@ func Execute(ctx context.Context, dir *state.Dir, req ExecRequest) (*Executed, e
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	run, err := dir.Admit(req.RunID, state.ExecTool, admitted, ownerAlive)
+	run, err := dir.Admit(req.RunID, state.ExecTool, admitted, OwnerAlive)
 	if err != nil {
 		return nil, err
 	}

@@ -721,7 +721,7 @@ func runOver(dir *state.Dir, runID string, owner *state.Owner) (drainCause, bool
 	if run.EndedAtMs != nil {
 		return runEnded, true, nil
 	}
-	if owner != nil && !ownerAlive(*owner) {
+	if owner != nil && !OwnerAlive(*owner) {
 		return ownerExited, true, nil
 	}
 	return drainCause{}, false, nil

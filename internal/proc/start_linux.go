@@ -139,8 +139,8 @@ func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []str
 	return redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
 }
 
-// ownerAlive reports whether a run's owner is the process it was bound to.
-func ownerAlive(o state.Owner) bool { return Matches(o.PID, o.StartTicks) }
+// OwnerAlive reports whether a run's owner is the process it was bound to.
+func OwnerAlive(o state.Owner) bool { return Matches(o.PID, o.StartTicks) }
 
 // Start starts req's command under a guardian and returns once the
 // running handoff is durable: the monitor, and warnings about the request
@@ -162,7 +162,7 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 		return nil, nil, err
 	}
 	defer pg.abandon() // nothing once handed off
-	run, err := dir.Admit(req.RunID, state.StartTool, admitted, ownerAlive)
+	run, err := dir.Admit(req.RunID, state.StartTool, admitted, OwnerAlive)
 	if err != nil {
 		return nil, nil, err
 	}
