@@ -184,15 +184,16 @@ Start with: procmon configure --enable`,
 		newSchemaCmd(env, g),
 		newMCPCmd(env, g),
 	)
-	// cobra's completion command, made here rather than at Execute, so
-	// that it refuses a shell it has no script for (completion tcsh), as
-	// run refuses a word that is no subcommand, rather than print its
-	// help and exit 0. It takes its output as it is made.
+	// cobra's completion command is made here rather than at Execute, so
+	// that it is a group like run. It takes its output as it is made.
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.InitDefaultCompletionCmd()
+	// A word that is no subcommand of a group (run frob, completion tcsh)
+	// is a usage error, as at the top level, not the group's help with
+	// exit status 0.
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
+		if c.HasSubCommands() {
 			c.Args = cobra.NoArgs
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 		}

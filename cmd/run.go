@@ -59,10 +59,6 @@ grants and owner, and when it ends every monitor it owns is drained.
 Commands act in $PROCMON_RUN or --run, else the run "default".`,
 	}
 	c.AddCommand(newRunNewCmd(env, g), newRunEndCmd(env, g), newRunListCmd(env, g), newRunShowCmd(env, g))
-	// A word that is no subcommand is a usage error, as at the top level,
-	// not the group's help with exit status 0.
-	c.Args = cobra.NoArgs
-	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	return c
 }
 
