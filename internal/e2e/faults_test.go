@@ -147,6 +147,26 @@ func (l *faultLab) background(c *exec.Cmd) (end func() (gjson.Result, bool)) {
 
 // startMonitor starts argv (a procmon start command line) that must
 // succeed, and returns the monitor's id and record.
+// stopGuardian stops the guardian of monitor id (m) with SIGSTOP, at a
+// moment it does not hold the monitor's lock.
+func (l *faultLab) stopGuardian(id string, m *state.Monitor) {
+	l.t.Helper()
+	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// awaitLapse waits until status shows monitor id, whose guardian is
+// stopped, as needing reconciliation.
+func (l *faultLab) awaitLapse(id string) {
+	l.t.Helper()
+	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			l.t.Fatalf("a stopped guardian still holds custody after %v", patience)
+		}
+	}
+}
+
 func (l *faultLab) startMonitor(faultAt string, args ...string) (string, *state.Monitor) {
 	l.t.Helper()
 	r, _ := l.answer(l.command(faultAt, args...))
@@ -998,14 +1018,8 @@ func TestFaultsRandom(t *testing.T) {
 func TestFaultsStall(t *testing.T) {
 	l := newFaultLab(t, 2, 20)
 	id, m := l.startMonitor("", "start", "--", "sleeper")
-	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("a stopped guardian still holds custody after %v", patience)
-		}
-	}
+	l.stopGuardian(id, m)
+	l.awaitLapse(id)
 	if r, _ := l.run("cancel", id); r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) {
 		t.Fatalf("cancel of a lapsed monitor answered %s", r.Raw)
 	}
@@ -1025,9 +1039,7 @@ func TestFaultsStall(t *testing.T) {
 func TestFaultsCancelStoppedGuardian(t *testing.T) {
 	l := newFaultLab(t, 2, 20)
 	id, m := l.startMonitor("", "start", "--", "sleeper")
-	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
-		t.Fatal(err)
-	}
+	l.stopGuardian(id, m)
 	r, _ := l.run("cancel", "--grace", "1", id)
 	if r.Get("error.code").String() != string(protocol.CodeNeedsReconciliation) || !strings.Contains(r.Get("error.message").String(), "procmon reconcile "+id) {
 		t.Fatalf("cancel of a monitor whose guardian is stopped answered %s", r.Raw)
@@ -1383,14 +1395,8 @@ func TestFaultsFullDisk(t *testing.T) {
 	// it drains, though its receipt cannot be stored yet. So does one whose
 	// fence was removed.
 	for id, m := range map[string]*state.Monitor{stalled: sm, unfenced: um} {
-		if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: l.state}).MonitorDir(id)); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(patience); l.status(id).Get("status").String() != state.StatusNeedsReconciliation; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("a stopped guardian still holds custody after %v", patience)
-			}
-		}
+		l.stopGuardian(id, m)
+		l.awaitLapse(id)
 		unix.Kill(m.GuardianPID, unix.SIGCONT)
 		for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
 			s := l.status(id) // never running again
