@@ -388,18 +388,20 @@ func TestAgentMCPBadRun(t *testing.T) {
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	runProcmon(t, procmon, "configure", "--enable")
 	schemas := loadSchemas(t, procmon)
-	session, _ := mcpClient(t, func(args ...string) *exec.Cmd { return procmon(append(args, "--run", "bogus")...) }, nil)
-	defer session.Close()
+	session, server := mcpClient(t, func(args ...string) *exec.Cmd { return procmon(append(args, "--run", "bogus")...) }, nil)
 	if code := toolErrorCode(t, session, schemas, "process_status", map[string]any{"monitor_id": "m_" + strings.Repeat("0", 26)}); code != "invalid_request" {
 		t.Fatalf("process_status in run bogus: %s, want invalid_request", code)
 	}
 	if code := toolErrorCode(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}}); code != "invalid_request" {
 		t.Fatalf("start_process in run bogus: %s, want invalid_request", code)
 	}
-	// Nothing was started.
+	// Nothing was started, and the server ends with its client.
 	if out := runProcmon(t, procmon, "list", "--all-runs"); strings.Contains(string(out), "m_") {
 		t.Fatalf("a monitor exists: %s", out)
 	}
+	session.Close()
+	server.Wait()
+	assertNothingLeft(t, stateDir)
 }
 
 func TestAgentMCPServerKilled(t *testing.T) {
