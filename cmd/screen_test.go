@@ -19,6 +19,10 @@ func TestScreenText(t *testing.T) {
 		"\x1b":                                 "^[",
 		"end with a lead byte alone \xc2":      "end with a lead byte alone \xc2",
 		"before a C1 \xc2\x85 and after \xc2x": "before a C1 <U+0085> and after \xc2x",
+		"file\u202egnp.exe and \u2067x\u2069":  "file<U+202E>gnp.exe and <U+2067>x<U+2069>",
+		"marks \u200e\u200f\u061c, not \u2010": "marks <U+200E><U+200F><U+061C>, not \u2010",
+		"a cut character \xe2\x80":             "a cut character \xe2\x80",
+		"bytes \xe2\x80x and \xff":             "bytes \xe2\x80x and \xff",
 	}
 	for in, want := range cases {
 		if got := screenText(in); got != want {
