@@ -737,9 +737,11 @@ func (s *Stream) authPhase(b byte, j int64) {
 			a.encoded = true
 			s.authByte(' ', j, j)
 			return
-		case a.field && a.phase == authScheme && (b == ' ' || b == '\t'):
+		case a.field && a.valQuote == 0 && a.phase == authScheme && (b == ' ' || b == '\t'):
 			// A field's value ends at a raw space: "authorization=bearer
-			// user=alice" is a log's field, not a header.
+			// user=alice" is a log's field, not a header. A quoted one
+			// ends at its quote: authorization="Bearer x", as slog's
+			// text handler and logfmt write a value with a space.
 			a.phase = authIdle
 			return
 		}
