@@ -12,8 +12,10 @@
 // # What is redacted
 //
 // Each registered secret is searched for in every representation that [Forms]
-// lists: as is, and escaped as JSON (Go's and Python's), Go, Python bytes,
-// URL query and path, XML and base64 (std and url, at each of the three
+// lists: as is, and escaped as JSON (Go's and Python's), Go, Python's repr
+// (of a string and of bytes), URL query and path (as Go, Python, curl and
+// JavaScript's encodeURIComponent write them), a shell's single quotes
+// (set -x, shlex.quote), XML and base64 (std and url, at each of the three
 // alignments inside a longer blob); a multi-line secret also line by line
 // and with its line breaks rewritten. All of these, for all secrets, are
 // needles of one Aho-Corasick automaton whose state carries across writes.

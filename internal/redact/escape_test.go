@@ -250,7 +250,9 @@ func TestNestedEscapings(t *testing.T) {
 	}
 	inner := map[string]func(string) string{
 		"json": jsonEscape, "json html-safe": encoders["json html-safe"], "python json": asciiJSON,
-		"go quote": goQuote, "bytes repr": bytesRepr,
+		"go quote": goQuote, "bytes repr": bytesRepr, "python repr": strRepr,
+		"encodeURIComponent": encoders["encodeURIComponent"], "python quote": func(s string) string { return percentEscape(s, "-_.~/") },
+		"shell quote":  func(s string) string { return strings.ReplaceAll(s, "'", `'\''`) },
 		"query escape": url.QueryEscape, "path escape": url.PathEscape, "xml": xmlEscape,
 		"base64": b64(base64.RawStdEncoding), "base64url": b64(base64.RawURLEncoding),
 	}
@@ -278,11 +280,16 @@ func TestNestedEscapings(t *testing.T) {
 // form was a needle of the lanes.
 func TestNestedEscapingExamples(t *testing.T) {
 	for secret, in := range map[string]string{
-		`c0rrect"h0rse`:  `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,             // quote(json.dumps(...))
-		`Xk9&mP2#qL<z`:   `{"dsn":"postgres://app:Xk9\u0026mP2%23qL%3Cz@db:5432/app"}`,     // json.Marshal of a url.URL
-		`pässwörd-2024`:  `p%5Cu00e4ssw%5Cu00f6rd-2024`,                                    // quote(json.dumps(s))
-		`pa"ss1234`:      `{&#34;password&#34;:&#34;pa\&#34;ss1234&#34;}`,                  // html.EscapeString(json)
-		`Tr0ub4dor&3<x>`: `{"body":"{\"password\":\"Tr0ub4dor\\u00263\\u003cx\\u003e\"}"}`, // Go's JSON in JSON
+		`c0rrect"h0rse`:   `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,             // quote(json.dumps(...))
+		`Xk9&mP2#qL<z`:    `{"dsn":"postgres://app:Xk9\u0026mP2%23qL%3Cz@db:5432/app"}`,     // json.Marshal of a url.URL
+		`pässwörd-2024`:   `p%5Cu00e4ssw%5Cu00f6rd-2024`,                                    // quote(json.dumps(s))
+		`pa"ss1234`:       `{&#34;password&#34;:&#34;pa\&#34;ss1234&#34;}`,                  // html.EscapeString(json)
+		`Tr0ub4dor&3<x>`:  `{"body":"{\"password\":\"Tr0ub4dor\\u00263\\u003cx\\u003e\"}"}`, // Go's JSON in JSON
+		`Xq7"pa\ss/w é`:   `"connecting with {'password': 'Xq7\"pa\\\\ss/w \u00e9'}"`,       // json.dumps of a %r
+		`pass word+1/2=3`: `next=pass%2520word%252B1%252F2%253D3`,                           // encodeURIComponent twice
+		`Q'w"eérty12`:     `b'Q\'w"e\xc3\xa9rty12'`,                                         // repr of bytes with both quotes
+		`it's-a-s3cret'x`: `+ curl -u 'bob:it'\''s-a-s3cret'\''x' https://h`,                // set -x
+		`its-a-'s3cret'x`: `curl -u 'bob:its-a-'"'"'s3cret'"'"'x'`,                          // shlex.quote
 	} {
 		r := mustNew(t, secret)
 		if got := r.String(in); strings.Contains(got, in) || !strings.Contains(got, Marker) {

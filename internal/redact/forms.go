@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -23,8 +24,10 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // HTML escaping, with it as json.Marshal writes &, < and > as \u0026, \u003c
 // and \u003e, and as Python writes it by default, with every character
 // beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
-// its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query- and
-// path-escaped and XML-escaped; and base64 and base64url encoded: the base64
+// it and of its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query-
+// and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
+// write it, XML-escaped, and with each single quote written as a shell's
+// single-quoted string writes it; and base64 and base64url encoded: the base64
 // forms encode secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding,
 // the characters the secret fully determines at any alignment inside a
 // longer base64 blob.
@@ -53,9 +56,15 @@ func Forms(secret string) []string {
 	add(jsonMarshal(secret))
 	add(asciiJSON(secret))
 	add(goQuote(secret))
+	add(strRepr(secret))
 	add(bytesRepr(secret))
 	add(url.QueryEscape(secret))
 	add(url.PathEscape(secret))
+	add(percentEscape(secret, "-_.~"))            // Python's quote(s, safe=""), curl
+	add(percentEscape(secret, "-_.~/"))           // Python's quote(s)
+	add(percentEscape(secret, "-_.~!*'()"))       // JavaScript's encodeURIComponent
+	add(strings.ReplaceAll(secret, "'", `'\''`))  // a shell's '...' (set -x, ${v@Q})
+	add(strings.ReplaceAll(secret, "'", `'"'"'`)) // Python's shlex.quote
 	add(xmlEscape(secret))
 	for _, f := range base64Forms(secret) {
 		add(f)
@@ -169,11 +178,13 @@ func asciiJSON(s string) string {
 // \xhh as a code point, as Python's repr of a str means it, so a character
 // beyond ASCII written byte by byte needs this needle of its own.
 func bytesRepr(s string) string {
+	quote := reprQuote(s)
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case c == '\\':
-			b.WriteString(`\\`)
+		case c == '\\' || c == quote:
+			b.WriteByte('\\')
+			b.WriteByte(c)
 		case c == '\t':
 			b.WriteString(`\t`)
 		case c == '\n':
@@ -184,6 +195,66 @@ func bytesRepr(s string) string {
 			fmt.Fprintf(&b, `\x%02x`, c)
 		default:
 			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// reprQuote is the quote that Python's repr escapes in s: a single quote
+// when s holds both kinds (it quotes with one, or with a double quote when
+// s holds single quotes only), else none.
+func reprQuote(s string) byte {
+	if strings.Contains(s, "'") && strings.Contains(s, `"`) {
+		return '\''
+	}
+	return 0
+}
+
+// strRepr is Python's repr of s, without the quotes, as %r, a logged dict
+// or a debugger prints a str: a backslash doubled, \t \n \r, every other
+// character that is not printable as \xhh, \uhhhh or \Uhhhhhhhh, and the
+// rest as itself. The escape lanes read it as it stands; as a needle it is
+// found inside another escaping too (a repr in a JSON log's message).
+func strRepr(s string) string {
+	quote := rune(reprQuote(s))
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == quote && quote != 0:
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	return b.String()
+}
+
+// percentEscape is s with every byte but ASCII letters, digits and those
+// in keep written as %XX, a space too: the encoders that differ from Go's
+// (which writes a space as '+' in a query and keeps more in a path). The
+// percent lanes read any of them; as a needle it is found when it is
+// escaped again (a redirect URL inside a query).
+func percentEscape(s, keep string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(keep, c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
 	}
 	return b.String()

@@ -19,15 +19,17 @@ func TestFormsOfSpecialSecret(t *testing.T) {
 	forms := Forms(specialSecret)
 	want := []string{
 		specialSecret,
-		`s3cr\"et/&<k>+ y=%`,                // JSON and Go-quoted agree here
-		`s3cr\"et/\u0026\u003ck\u003e+ y=%`, // json.Marshal, HTML-safe
-		"s3cr%22et%2F%26%3Ck%3E%2B+y%3D%25", // query
-		"s3cr%22et%2F&%3Ck%3E+%20y=%25",     // path
-		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",   // XML
-		"czNjciJldC8mPGs+KyB5",              // base64, k=0
-		"czNjciJldC8mPGs-KyB5",              // base64url, k=0
-		"M2NyImV0LyY8az4rIHk9",              // k=1, same in both alphabets
-		"Y3IiZXQvJjxrPisgeT0l",              // k=2
+		`s3cr\"et/&<k>+ y=%`,                  // JSON and Go-quoted agree here
+		`s3cr\"et/\u0026\u003ck\u003e+ y=%`,   // json.Marshal, HTML-safe
+		"s3cr%22et%2F%26%3Ck%3E%2B+y%3D%25",   // query
+		"s3cr%22et%2F&%3Ck%3E+%20y=%25",       // path
+		"s3cr%22et%2F%26%3Ck%3E%2B%20y%3D%25", // Python's quote(s, safe=""), encodeURIComponent
+		"s3cr%22et/%26%3Ck%3E%2B%20y%3D%25",   // Python's quote(s)
+		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",     // XML
+		"czNjciJldC8mPGs+KyB5",                // base64, k=0
+		"czNjciJldC8mPGs-KyB5",                // base64url, k=0
+		"M2NyImV0LyY8az4rIHk9",                // k=1, same in both alphabets
+		"Y3IiZXQvJjxrPisgeT0l",                // k=2
 	}
 	for k, w := range want {
 		if !slices.Contains(forms, w) {
@@ -152,10 +154,10 @@ func TestXMLEscapeMatchesEncodingXML(t *testing.T) {
 }
 
 // TestPythonFormsArePythons: the forms that say they are Python's output
-// are, byte for byte: asciiJSON is json.dumps (ensure_ascii) without its
-// quotes, and bytesRepr is repr of the UTF-8 bytes without b” (for
-// strings that hold no single quote, which Python would escape or quote
-// otherwise).
+// are, byte for byte, without their quotes: asciiJSON is json.dumps
+// (ensure_ascii), strRepr is repr of the string and bytesRepr of its
+// UTF-8 bytes (whichever quotes the string holds), and the percent forms
+// are urllib.parse.quote with and without its safe '/'.
 func TestPythonFormsArePythons(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -164,15 +166,19 @@ func TestPythonFormsArePythons(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	var in []string
 	for range 300 {
-		s := strings.ReplaceAll(randomEscSecret(rng, 8+rng.IntN(20)), "'", "")
-		if strings.Contains(s, "\"") && rng.IntN(2) == 0 {
+		s := randomEscSecret(rng, 8+rng.IntN(20))
+		switch rng.IntN(3) {
+		case 0:
+			s = strings.ReplaceAll(s, "'", "")
+		case 1:
 			s = strings.ReplaceAll(s, "\"", "")
 		}
-		in = append(in, s+"\x7f\r\b\f\x1bé")
+		in = append(in, s+"\x7f\r\b\f\x1bé\u200b\U0001f511\u00ad")
 	}
-	script := `import json, sys
+	script := `import json, sys, urllib.parse
 for s in json.load(sys.stdin):
-    print(json.dumps([json.dumps(s)[1:-1], repr(s.encode())[2:-1]]))`
+    print(json.dumps([json.dumps(s)[1:-1], repr(s.encode())[2:-1], repr(s)[1:-1],
+                      urllib.parse.quote(s, safe=""), urllib.parse.quote(s)]))`
 	cmd := exec.Command(py, "-c", script)
 	body, _ := json.Marshal(in)
 	cmd.Stdin = bytes.NewReader(body)
@@ -185,15 +191,15 @@ for s in json.load(sys.stdin):
 		t.Fatalf("python3 answered %d lines for %d strings", len(lines), len(in))
 	}
 	for i, l := range lines {
-		var want [2]string
+		var want [5]string
 		if err := json.Unmarshal([]byte(l), &want); err != nil {
 			t.Fatal(err)
 		}
-		if got := asciiJSON(in[i]); got != want[0] {
-			t.Errorf("%q: asciiJSON %q, json.dumps %q", in[i], got, want[0])
-		}
-		if got := bytesRepr(in[i]); got != want[1] {
-			t.Errorf("%q: bytesRepr %q, repr %q", in[i], got, want[1])
+		for k, got := range []string{asciiJSON(in[i]), bytesRepr(in[i]), strRepr(in[i]),
+			percentEscape(in[i], "-_.~"), percentEscape(in[i], "-_.~/")} {
+			if got != want[k] {
+				t.Errorf("%q: form %d is %q, Python writes %q", in[i], k, got, want[k])
+			}
 		}
 	}
 }
