@@ -59,6 +59,10 @@ neither created nor ended by the server.
 type mcpSession struct {
 	env *Env
 
+	// stopped ends when the server is told to stop (SIGTERM, SIGINT,
+	// SIGHUP); the calls in progress end with it.
+	stopped context.Context
+
 	mu     sync.Mutex
 	runID  string
 	owned  bool  // created for this session, ended with it
@@ -69,7 +73,7 @@ type mcpSession struct {
 }
 
 func runMCP(ctx context.Context, env *Env, g *globals) error {
-	s := &mcpSession{env: env, runID: g.run}
+	s := &mcpSession{env: env, runID: g.run, stopped: ctx}
 	if s.runID == "" {
 		s.runID = env.Getenv("PROCMON_RUN")
 	}
@@ -161,10 +165,21 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 				if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 					args = json.RawMessage("{}")
 				}
+				if len(args) > protocol.MaxRequestBytes {
+					// As a request body on stdin: refused before it takes a
+					// slot, or reaches exec as an argument list too long.
+					return toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments are larger than %d bytes", protocol.MaxRequestBytes).With("field", "arguments")), nil
+				}
 				if bytes.TrimSpace(args)[0] != '{' {
 					// Named as MCP names them: there is no "request" here.
 					return toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments must be a JSON object of the tool's fields, got %.20s", args).With("field", "arguments")), nil
 				}
+				// The SDK waits for the calls in progress before Run returns,
+				// without ending their contexts: a server told to stop ends
+				// them itself, so that a wait answers and an exec drains.
+				ctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				defer context.AfterFunc(s.stopped, cancel)()
 				v, err := serve(ctx, req, &globals{run: runID}, args)
 				if err != nil {
 					return toolError(err), nil
@@ -282,41 +297,50 @@ func (s *mcpSession) waitProcess(ctx context.Context, call *mcp.CallToolRequest,
 		return nil, err
 	}
 	// The client's cancellation ends the wait (ctx), never the service.
-	if token := call.Params.GetProgressToken(); token != nil {
-		done := make(chan struct{})
-		defer close(done)
-		go s.reportProgress(ctx, call, token, req.MonitorID, cond, done)
-	}
-	return runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds, nil)
-}
-
-// reportProgress tells the client, at once and then every interval, that
-// the wait is still waiting, until done.
-func (s *mcpSession) reportProgress(ctx context.Context, call *mcp.CallToolRequest, token any, id string, cond wait.Condition, done <-chan struct{}) {
-	start := time.Now()
-	tick := time.NewTicker(mcpProgressInterval)
-	defer tick.Stop()
 	what := cond.Kind
 	if cond.Kind == wait.KindOutput {
 		what = fmt.Sprintf("output %q", cond.Text)
 	} else if cond.Kind == wait.KindFile {
 		what = "file " + cond.Path
 	}
-	for {
-		elapsed := time.Since(start)
-		call.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: token,
-			Progress:      elapsed.Seconds(),
-			Message:       fmt.Sprintf("waiting %.0f s on %s for %s", elapsed.Seconds(), id, what),
-		})
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	defer reportProgress(ctx, call, func(secs float64) string {
+		return fmt.Sprintf("waiting %.0f s on %s for %s", secs, req.MonitorID, what)
+	})()
+	return runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds, nil)
+}
+
+// reportProgress tells a client that asked for progress, at once and then
+// every interval, that the call is still at work, with say's message of
+// the seconds it has taken, until the returned function is called. A
+// client may keep a call alive on these (the TypeScript SDK's
+// resetTimeoutOnProgress), where its request timeout would cancel it.
+func reportProgress(ctx context.Context, call *mcp.CallToolRequest, say func(secs float64) string) (stop func()) {
+	token := call.Params.GetProgressToken()
+	if token == nil {
+		return func() {}
 	}
+	done := make(chan struct{})
+	go func() {
+		start := time.Now()
+		tick := time.NewTicker(mcpProgressInterval)
+		defer tick.Stop()
+		for {
+			elapsed := time.Since(start)
+			call.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      elapsed.Seconds(),
+				Message:       say(elapsed.Seconds()),
+			})
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func (s *mcpSession) processStatus(_ context.Context, _ *mcp.CallToolRequest, _ *globals, args json.RawMessage) (any, error) {
@@ -362,7 +386,7 @@ func (s *mcpSession) cancelProcess(_ context.Context, _ *mcp.CallToolRequest, _ 
 // command is held by a process of its own, running the same code path
 // as the command line. The client's cancellation is its SIGTERM: it
 // drains the command and reports.
-func (s *mcpSession) executeCommand(ctx context.Context, _ *mcp.CallToolRequest, g *globals, args json.RawMessage) (any, error) {
+func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolRequest, g *globals, args json.RawMessage) (any, error) {
 	var req execRequest
 	if err := protocol.DecodeStrict(args, &req); err != nil {
 		return nil, err
@@ -409,6 +433,9 @@ func (s *mcpSession) executeCommand(ctx context.Context, _ *mcp.CallToolRequest,
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
+	defer reportProgress(ctx, call, func(secs float64) string {
+		return fmt.Sprintf("running %.0f s: %q", secs, req.Argv)
+	})()
 	select {
 	case err = <-exited:
 	case <-ctx.Done():

@@ -452,6 +452,78 @@ func TestAgentMCPServerKilled(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
+// TestAgentMCPServerStopped stops procmon mcp with SIGTERM while a
+// wait_process and an execute_command are in progress: both answer, the
+// session's run ends and drains its monitor, and the server exits. It used
+// to hang until the calls ended on their own (an exec's 600 s), since the
+// SDK waits for the calls in progress without ending them. The exec
+// reports progress meanwhile, which a client may keep its call alive on,
+// and arguments beyond the request cap are refused as on stdin.
+func TestAgentMCPServerStopped(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	progress := make(chan *mcp.ProgressNotificationParams, 16)
+	session, server := mcpClient(t, procmon, progress)
+	defer session.Close()
+
+	huge := strings.Repeat("x", 4<<20)
+	if code := toolErrorCode(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper", huge}}); code != "invalid_request" {
+		t.Fatalf("start_process with 4 MiB of arguments: %s, want invalid_request", code)
+	}
+	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string)
+	answered := make(chan error, 2)
+	go func() {
+		_, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait_process",
+			Arguments: map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "output", "text": "never printed"}}})
+		answered <- err
+	}()
+	go func() {
+		_, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command", Meta: mcp.Meta{"progressToken": "x1"},
+			Arguments: map[string]any{"argv": []string{"sleeper", "stopped-server"}}})
+		answered <- err
+	}()
+	select {
+	case p := <-progress:
+		if p.ProgressToken != "x1" || !strings.Contains(p.Message, "stopped-server") {
+			t.Errorf("progress %+v", p)
+		}
+	case <-time.After(patience):
+		t.Fatal("no progress notification from a running execute_command")
+	}
+	var command []int
+	for deadline := time.Now().Add(patience); len(command) == 0; time.Sleep(10 * time.Millisecond) {
+		if command = pidsWithArgs("sleeper", "stopped-server"); len(command) == 0 && time.Now().After(deadline) {
+			t.Fatalf("execute_command's command did not start within %v", patience)
+		}
+	}
+	ticks, _ := proc.StartTicks(command[0])
+	server.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(patience):
+		server.Process.Signal(syscall.SIGKILL)
+		t.Fatalf("procmon mcp did not exit within %v of its SIGTERM, with calls in progress", patience)
+	}
+	for range 2 {
+		select {
+		case <-answered:
+		case <-time.After(patience):
+			t.Fatal("a call in progress did not end with its server")
+		}
+	}
+	if r := awaitRecordedReceipt(t, stateDir, id, "after its session's server was stopped"); r.Reason != "run_ended" || !r.GroupEmptyVerified {
+		t.Errorf("%s: %+v", id, r)
+	}
+	if !awaitGone(command[0], ticks) {
+		t.Fatalf("execute_command's command outlived its server by %v", patience)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
 // pidsWithArgs lists the processes whose command line is exactly args.
 func pidsWithArgs(args ...string) []int {
 	want := strings.Join(args, "\x00") + "\x00"

@@ -9,19 +9,20 @@ import (
 	"strings"
 )
 
-// maxRequestBytes bounds a request body; no legitimate request comes near it.
-const maxRequestBytes = 4 << 20
+// MaxRequestBytes bounds a request body, and a tool call's arguments; no
+// legitimate request comes near it.
+const MaxRequestBytes = 4 << 20
 
 // ReadRequest reads ONE {"request": {...}} object from r and decodes its
 // request into v, refusing unknown fields, wrong types, an empty body and
 // trailing data with an invalid_request error that names the problem.
 func ReadRequest(r io.Reader, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r, maxRequestBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r, MaxRequestBytes+1))
 	if err != nil {
 		return Errorf(CodeInvalidRequest, "read request from stdin: %w", err)
 	}
-	if len(body) > maxRequestBytes {
-		return Errorf(CodeInvalidRequest, "request body is larger than %d bytes", maxRequestBytes)
+	if len(body) > MaxRequestBytes {
+		return Errorf(CodeInvalidRequest, "request body is larger than %d bytes", MaxRequestBytes).With("field", "request")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return Errorf(CodeInvalidRequest, `empty request body: send {"request": {...}} on stdin, or use the command's flags (see --help)`)
