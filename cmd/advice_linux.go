@@ -16,7 +16,8 @@ func advise(pe *protocol.Error) {
 	if strings.Contains(pe.Message, "procmon ") {
 		return
 	}
-	if a := advice(pe); a != "" {
+	// An error another procmon answered (exec under MCP) has its advice.
+	if a := advice(pe); a != "" && !strings.HasSuffix(pe.Message, "; "+a) {
 		pe.Message += "; " + a
 	}
 }

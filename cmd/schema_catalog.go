@@ -177,7 +177,7 @@ var schemaCatalog = &schema.Catalog{
 		"match_offset":  "Byte offset in the redacted stream where the text was found. Absent unless satisfied by output.",
 		"scanned_bytes": "How many bytes of the redacted stream the output wait searched. Absent for other kinds.",
 		"size":          "The file's size in bytes when it was last read. Absent when it was not read.",
-		"refusal":       "Why the file did not count at the last look (symlink, hardlinked, unstable, too_large, component_moved, ...). Absent when it counted or was simply missing.",
+		"refusal":       "Why the file did not count at the last look (absent: not there yet; symlink, hardlinked, unstable, too_large, component_moved, ...). Absent when it counted.",
 		"refusals_seen": "Every refusal met during the wait, so one that came and went is still named. Absent when none.",
 		"log_tail":      "The last lines of the redacted output, when the wait did not succeed. Absent otherwise.",
 		// Drain requests.
@@ -219,6 +219,7 @@ var schemaCatalog = &schema.Catalog{
 	},
 	TypeFields: map[string]string{
 		"waitResponse.condition":        "The condition as it was evaluated.",
+		"Condition.text":                "The literal waited for, as the request gave it.",
 		"ErrorObject.error":             "The error: a stable code (see the enum; exit status 2 for invalid_request and invalid_condition, 3 for a refusal by policy or budget, 4 for unknown_monitor, 5 for needs_reconciliation, 130 for an interrupted wait, start or exec, 1 otherwise), a message that says what to do next, and details.",
 		"Settings.secret_env":           "Names of environment variables whose values are secrets in every run (names only, never values).",
 		"WorkDuration.timeout_seconds":  "A work cap in seconds for the whole run, counted from the run's creation; null: none.",
