@@ -87,8 +87,11 @@ bytes of text from the start they chose.
 --follow streams the text for a person until the service has ended
 (Ctrl-C stops following; the service keeps running). On a terminal it
 then says on stderr how the service ended, as its receipt has it
-("(web ended: exited (0))"); stdout holds the text alone. It starts at the
-last 10 lines unless --tail, --since or --offset says otherwise. It
+("(web ended: exited (0))"); stdout holds the text alone. A guardian that
+stops renewing custody (stopped, or stalled) moves the text no more until
+it runs again: that is said once on stderr, with how to settle it. It
+starts at the last 10 lines unless --tail, --since or --offset says
+otherwise. It
 writes text only: asked for JSON (--json, -o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
@@ -262,12 +265,21 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 	// re-check still finds its lapsed window (as a wait's does).
 	recheck := time.NewTicker(wait.DefaultRecheck)
 	defer recheck.Stop()
+	lapseSaid := false
 	for {
 		o, err := proc.Observe(dir, req.MonitorID)
 		if err != nil {
 			return nil, err
 		}
 		final := o.OutputEnded()
+		if !final && o.Status == state.StatusNeedsReconciliation && !lapseSaid {
+			// A guardian past its window lives: it drains once it runs
+			// again, and the text goes on then. Until it does nothing
+			// moves, which the person following is told once, on stderr.
+			lapseSaid = true
+			fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(fmt.Sprintf(
+				"procmon: custody of %s lapsed (%s): its output stops until its guardian runs again; procmon reconcile %s settles it", req.MonitorID, o.Why, req.MonitorID)))
+		}
 		for {
 			w, err := dir.ReadLogWindow(o.Monitor, &offset, 1<<20, final)
 			if err != nil {

@@ -1,0 +1,81 @@
+//go:build faultpoints
+
+package e2e
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFaultsFollowSaysCustodyLapsed: logs --follow of a monitor whose
+// guardian is stopped says once, on stderr, that custody lapsed and how
+// to settle it, where it used to wait without a word for as long as the
+// guardian stayed stopped; resumed, the guardian drains, and the follow
+// ends with the monitor.
+func TestFaultsFollowSaysCustodyLapsed(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	id, m := l.startMonitor("", "start", "--", "sleeper")
+	var stderr lockedBuffer
+	follow := l.command("", "logs", "-f", id)
+	follow.Stderr = &stderr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- follow.Wait() }()
+	l.stopGuardian(id, m)
+	l.awaitLapse(id)
+	for deadline := time.Now().Add(patience); !strings.Contains(stderr.String(), "procmon reconcile "+id); time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-ended:
+			t.Fatalf("logs -f ended (%v) while the guardian was stopped; stderr %q", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			follow.Process.Kill()
+			<-ended
+			t.Fatalf("logs -f said nothing within %v of the lapse; stderr %q", patience, stderr.String())
+		}
+	}
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("logs -f once the resumed guardian drained: %v; stderr %q", err, stderr.String())
+		}
+	case <-time.After(patience):
+		follow.Process.Kill()
+		<-ended
+		t.Fatalf("logs -f did not end within %v of its guardian's drain", patience)
+	}
+	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
+		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
+	}
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
+	}
+	l.settle()
+}
+
+// lockedBuffer is a buffer a command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
