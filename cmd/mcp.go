@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
 	"procmon/internal/wait"
@@ -41,7 +42,8 @@ schemas. A typed error is a tool error whose text is the error object.
 The session is one agent invocation: the server creates a run bound to
 itself as owner (its frozen policy and command budget are the session's),
 and when the client disconnects, or the server is stopped or killed, every
-monitor the session started is drained. To join an existing run instead,
+monitor the session started is drained; one whose guardian was lost is
+reconciled when the server ends, and said so on stderr. To join an existing run instead,
 give it: procmon mcp --run r_... (or $PROCMON_RUN); that run is then
 neither created nor ended by the server.
 
@@ -98,14 +100,40 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 	if owned {
 		// The session is over: its monitors go with it. (Were the server
 		// killed instead, each guardian would see its owner exit.)
-		if _, endErr := runEnd(env, runID); endErr != nil {
+		if ended, endErr := runEnd(env, runID); endErr != nil {
 			fmt.Fprintf(env.Stderr, "procmon mcp: end run %s: %v\n", runID, endErr)
+		} else {
+			s.settleLost(ended)
 		}
 	}
 	if err != nil && ctx.Err() == nil && err != io.EOF {
 		fmt.Fprintf(env.Stderr, "procmon mcp: %v\n", err)
 	}
 	return nil
+}
+
+// settleLost reconciles the monitors of the session's ended run whose
+// custody was lost (a guardian killed): nobody is left to, since the
+// session was their agent, and a client has no reconcile tool. What it
+// could not settle is said on stderr, the one place a server may speak.
+func (s *mcpSession) settleLost(ended *runEndResponse) {
+	dir, err := openState(s.env)
+	if err != nil {
+		fmt.Fprintf(s.env.Stderr, "procmon mcp: %v\n", err)
+		return
+	}
+	for _, row := range ended.Errors {
+		if row.Error.Code != protocol.CodeNeedsReconciliation {
+			fmt.Fprintf(s.env.Stderr, "procmon mcp: end run %s: %s: %s\n", ended.RunID, row.MonitorID, row.Error.Message)
+			continue
+		}
+		m, err := proc.Reconcile(dir, row.MonitorID, proc.DefaultDrainGraceMs)
+		if err != nil {
+			fmt.Fprintf(s.env.Stderr, "procmon mcp: reconcile %s: %v\n", row.MonitorID, err)
+			continue
+		}
+		fmt.Fprintf(s.env.Stderr, "procmon mcp: %s had lost its guardian: reconciled (custody %s, containment %s)\n", row.MonitorID, m.Receipt.Custody, m.Receipt.Containment)
+	}
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -21,6 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"procmon/internal/proc"
+	"procmon/internal/state"
 )
 
 // agentSchemas loads procmon schema's output: every command's request,
@@ -520,6 +521,55 @@ func TestAgentMCPServerStopped(t *testing.T) {
 	}
 	if !awaitGone(command[0], ticks) {
 		t.Fatalf("execute_command's command outlived its server by %v", patience)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
+// TestAgentMCPSessionEndReconciles: a monitor of the session whose
+// guardian was killed is reconciled when the session ends, and what it
+// left is stopped. It used to stay needs_reconciliation, its service
+// running, with nothing said: a client has no reconcile tool, and the
+// session was its only agent.
+func TestAgentMCPSessionEndReconciles(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	client := mcp.NewClient(&mcp.Implementation{Name: "procmon-test", Version: "1"}, nil)
+	server := procmon("mcp")
+	var stderr bytes.Buffer
+	server.Stderr = &stderr
+	session, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: server}, nil)
+	if err != nil {
+		t.Fatalf("connect to procmon mcp: %v", err)
+	}
+	defer session.Close()
+	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string)
+	m := recordOf(t, stateDir, id)
+	ticks, err := proc.StartTicks(m.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if proc.Matches(m.PID, ticks) {
+			syscall.Kill(m.PID, syscall.SIGKILL)
+		}
+	})
+	syscall.Kill(m.GuardianPID, syscall.SIGKILL)
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d outlived its SIGKILL", m.GuardianPID)
+	}
+	session.Close()
+	server.Wait()
+	if !awaitGone(m.PID, ticks) {
+		t.Fatalf("the service of a monitor whose guardian was killed outlived its session by %v; stderr %q", patience, stderr.String())
+	}
+	r := recordOf(t, stateDir, id).Receipt
+	if r == nil || r.Custody != state.CustodyReconciled || !r.GroupEmptyVerified {
+		t.Fatalf("after the session ended: %+v; stderr %q", r, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), id+" had lost its guardian: reconciled") {
+		t.Errorf("the server said %q", stderr.String())
 	}
 	assertNothingLeft(t, stateDir)
 }
