@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"procmon/internal/protocol"
 )
 
@@ -91,6 +93,21 @@ func TestAdvise(t *testing.T) {
 		advise(c.err)
 		if c.err.Message != c.want {
 			t.Errorf("advised %q,\n want %q", c.err.Message, c.want)
+		}
+	}
+}
+
+// TestToolErrorAdvisesASession: an MCP client cannot select another run,
+// so a run that ended or ran out of slots is advised a new session, not
+// procmon run new and --run.
+func TestToolErrorAdvisesASession(t *testing.T) {
+	for _, err := range []error{
+		protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended").With("run_id", "r_x"),
+		protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run r_x has used its 20 commands").With("run_id", "r_x"),
+	} {
+		text := toolError(err).Content[0].(*mcp.TextContent).Text
+		if !strings.Contains(text, "start a new session") || strings.Contains(text, "--run") {
+			t.Errorf("tool error %s", text)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -250,7 +251,15 @@ func toolResult(v any) (*mcp.CallToolResult, error) {
 // would have to match the tool's output schema.
 func toolError(err error) *mcp.CallToolResult {
 	pe := protocol.AsError(err)
-	advise(pe)
+	switch pe.Code {
+	case protocol.CodeRunEnded, protocol.CodeCommandBudgetExhausted:
+		// A client cannot select another run: the session's is fixed.
+		if !strings.Contains(pe.Message, "procmon ") {
+			pe.Message += "; an MCP session acts in one run: start a new session (restart the server) for a new run"
+		}
+	default:
+		advise(pe)
+	}
 	data, _ := json.Marshal(pe.Object())
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
 }
