@@ -285,6 +285,11 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 			if err != nil {
 				return nil, err
 			}
+			if w.NextOffset < offset {
+				// An --offset past the end: the text starts there once
+				// the stream has come that far, as logs --offset shows.
+				break
+			}
 			if _, err := out.Write([]byte(w.Text)); err != nil {
 				return nil, nil // the reader went away
 			}

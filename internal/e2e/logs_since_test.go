@@ -208,3 +208,25 @@ func TestLogsFollowInterrupted(t *testing.T) {
 	runProcmon(t, procmon, "cancel", id)
 	assertNothingLeft(t, stateDir)
 }
+
+// TestLogsFollowFromPastTheEnd: logs -f --offset N, with N past what the
+// service has written yet, shows the text from byte N once the stream has
+// come that far, as logs --offset N shows it then. It used to start at
+// the end of the stream as it stood, showing bytes the offset skips.
+func TestLogsFollowFromPastTheEnd(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	// 0123456789, a pause, then ABCDEFGHIJ and a newline.
+	id := startMonitor(t, procmon, "start", "--", "printer", "-split", "5s", "0123456789ABCDEFGHIJ")
+	runProcmon(t, procmon, "wait", id, "--output", "0123456789", "--timeout", "30s")
+	follow := procmon("logs", "-f", "--offset", "15", id)
+	followed, err := follow.Output()
+	if err != nil {
+		t.Fatalf("logs -f --offset 15: %v", err)
+	}
+	if got := gjson.GetBytes(runProcmon(t, procmon, "logs", "--offset", "15", id), "text").String(); string(followed) != got || got != "FGHIJ\n" {
+		t.Errorf("logs -f --offset 15 showed %q; logs --offset 15 shows %q, want %q", followed, got, "FGHIJ\n")
+	}
+	assertNothingLeft(t, stateDir)
+}
