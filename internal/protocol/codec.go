@@ -30,7 +30,7 @@ func ReadRequest(r io.Reader, v any) error {
 	var envelope struct {
 		Request json.RawMessage `json:"request"`
 	}
-	if err := decodeStrict(body, &envelope, true); err != nil {
+	if err := DecodeStrict(body, &envelope); err != nil {
 		return err
 	}
 	if len(envelope.Request) == 0 || string(envelope.Request) == "null" {
@@ -43,15 +43,11 @@ func ReadRequest(r io.Reader, v any) error {
 // unknown fields, wrong types and trailing data, and, at every level of
 // nesting, duplicate keys and keys that match a field only when case is
 // ignored (encoding/json would take "ARGV" for "argv", and the last of two
-// "argv" keys).
+// "argv" keys). What a json.RawMessage field holds is left to its owner,
+// which decodes it as strictly and names its faults in its own terms (a
+// wait's condition is invalid_condition).
 func DecodeStrict(data []byte, v any) error {
-	return decodeStrict(data, v, false)
-}
-
-// decodeStrict is DecodeStrict; with skipRaw it leaves the keys inside
-// json.RawMessage fields to the caller's own strict decoding of them.
-func decodeStrict(data []byte, v any, skipRaw bool) error {
-	if err := checkKeys(data, reflect.TypeOf(v), skipRaw); err != nil {
+	if err := checkKeys(data, reflect.TypeOf(v)); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(integralNumbers(data)))

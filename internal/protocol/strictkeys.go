@@ -23,20 +23,19 @@ const maxKeyDepth = 10000
 
 // checkKeys refuses duplicate keys at any depth of data, keys that name
 // a field of the type at their place only when case is ignored, and
-// strings that hold no text (checkText). With
-// skipRaw, a json.RawMessage field is not looked into: its caller decodes
-// it strictly in turn, and names its fields from there.
-func checkKeys(data []byte, t reflect.Type, skipRaw bool) error {
-	w := keyWalk{data: data, dec: json.NewDecoder(bytes.NewReader(data)), skipRaw: skipRaw}
+// strings that hold no text (checkText). A json.RawMessage field is not
+// looked into: its owner decodes it strictly in turn, and names its
+// fields from there.
+func checkKeys(data []byte, t reflect.Type) error {
+	w := keyWalk{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	w.dec.UseNumber()
 	err, _ := w.value(t, "", 0)
 	return err
 }
 
 type keyWalk struct {
-	data    []byte
-	dec     *json.Decoder
-	skipRaw bool
+	data []byte
+	dec  *json.Decoder
 }
 
 // token reads the next token, and refuses a string (a key or a value at
@@ -65,7 +64,7 @@ func (w *keyWalk) value(t reflect.Type, path string, depth int) (err error, ok b
 	if depth > maxKeyDepth {
 		return nil, false
 	}
-	if w.skipRaw && t == rawMessage {
+	if t == rawMessage {
 		var skipped json.RawMessage
 		return nil, dec.Decode(&skipped) == nil
 	}
