@@ -46,7 +46,8 @@ and when the client disconnects, or the server is stopped or killed, every
 monitor the session started is drained; one whose guardian was lost is
 reconciled when the server ends, and said so on stderr. To join an existing run instead,
 give it: procmon mcp --run r_... (or $PROCMON_RUN); that run is then
-neither created nor ended by the server.
+neither created nor ended by the server, and the tools listed are those
+it grants.
 
   claude mcp add procmon -- procmon mcp`,
 		Args: cobra.NoArgs,
@@ -177,10 +178,24 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 		{"cancel", s.cancelProcess},
 		{"exec", s.executeCommand},
 	}
+	// A run the server joins lists only what it grants: a tool it
+	// refuses would answer tool_not_allowed to every call. A run that
+	// cannot be read now lists every tool, whose calls then say why.
+	granted := func(string) bool { return true }
+	if s.runID != "" && s.badRun == nil {
+		if dir, err := openState(s.env); err == nil {
+			if r, err := dir.LoadRun(s.runID); err == nil {
+				granted = r.Allows
+			}
+		}
+	}
 	for _, t := range tools {
 		set, err := findSchema(t.command)
 		if err != nil {
 			return err
+		}
+		if !granted(set.Tool) {
+			continue
 		}
 		in, out := toolSchema(set.ToolInput), toolSchema(set.ToolOutput)
 		serve := t.serve

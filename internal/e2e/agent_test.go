@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/tidwall/gjson"
 
 	"procmon/internal/proc"
 	"procmon/internal/state"
@@ -521,6 +522,37 @@ func TestAgentMCPServerStopped(t *testing.T) {
 	}
 	if !awaitGone(command[0], ticks) {
 		t.Fatalf("execute_command's command outlived its server by %v", patience)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
+// TestAgentMCPListsTheJoinedRunsTools: a server that joins a run lists
+// only the tools the run grants, where it listed all six and answered
+// tool_not_allowed to every call of the others.
+func TestAgentMCPListsTheJoinedRunsTools(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	run := gjson.GetBytes(runProcmon(t, procmon, "run", "new", "--tools", "start_process,wait_process"), "run_id").String()
+	for _, c := range []struct{ run, want string }{
+		{run, "start_process,wait_process"},
+		// A run that cannot be read lists every tool, whose calls say why.
+		{"r_" + strings.Repeat("0", 26), "cancel_process,execute_command,process_logs,process_status,start_process,wait_process"},
+	} {
+		session, server := mcpClient(t, func(args ...string) *exec.Cmd { return procmon(append(args, "--run", c.run)...) }, nil)
+		tools, err := session.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+		}
+		if got := strings.Join(names, ","); got != c.want {
+			t.Errorf("run %s: tools %s, want %s", c.run, got, c.want)
+		}
+		session.Close()
+		server.Wait()
 	}
 	assertNothingLeft(t, stateDir)
 }
