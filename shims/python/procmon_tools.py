@@ -41,6 +41,18 @@ executable; default ``$PROCMON_BIN``, else ``procmon`` on PATH) and ``env``
 inherits them). Monitors must have been enabled once with
 ``procmon configure --enable``.
 
+Without ``run`` (or ``$PROCMON_RUN`` in ``env``), calls act in the run
+``default``, which every caller on the machine shares: its command budget
+is spent by all of them and never given back, and once it is ended
+(``procmon run end`` without a run) it refuses starts for good. An agent
+invocation makes a run of its own, bound to its own process so that its
+monitors are drained when it exits, and passes it to every call::
+
+    run = json.loads(subprocess.run(
+        ["procmon", "run", "new", "--owner-pid", str(os.getpid())],
+        stdin=subprocess.DEVNULL, capture_output=True, check=True).stdout)["run_id"]
+    started = start_process({"argv": [...]}, run=run)
+
 Standard library only; Python 3.9 or newer.
 """
 
