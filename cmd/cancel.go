@@ -14,8 +14,8 @@ import (
 	"procmon/internal/state"
 )
 
-// drainRequest is the request of cancel and reconcile: a monitor and the
-// grace between SIGTERM and SIGKILL.
+// drainRequest is the request of cancel: a monitor and the grace between
+// SIGTERM and SIGKILL. (reconcile gives no grace: see reconcileRequest.)
 type drainRequest struct {
 	MonitorID    string `json:"monitor_id"`
 	GraceSeconds *int64 `json:"grace_seconds,omitempty"`

@@ -53,8 +53,8 @@ func TestFlagValuesReadPlainly(t *testing.T) {
 		}
 	}
 	walk(newRootCmd(testEnv(dir, &bytes.Buffer{}, &bytes.Buffer{}), &globals{}))
-	if checked < 9 {
-		t.Fatalf("checked %d flags; the commands have at least 9 integer and duration flags", checked)
+	if checked < 8 {
+		t.Fatalf("checked %d flags; the commands have at least 8 integer and duration flags", checked)
 	}
 	status, resp, raw := runIn(t, dir, "", "list", "--all-runs=maybe")
 	if msg, _ := resp["error"].(map[string]any)["message"].(string); status != 2 || msg != `invalid value "maybe" for --all-runs: want true or false (see procmon list --help)` {

@@ -129,7 +129,7 @@ func (s *mcpSession) settleLost(ended *runEndResponse) {
 			fmt.Fprintf(s.env.Stderr, "procmon mcp: end run %s: %s: %s\n", ended.RunID, row.MonitorID, row.Error.Message)
 			continue
 		}
-		m, err := proc.Reconcile(dir, row.MonitorID, proc.DefaultDrainGraceMs)
+		m, err := proc.Reconcile(dir, row.MonitorID)
 		if err != nil {
 			fmt.Fprintf(s.env.Stderr, "procmon mcp: reconcile %s: %v\n", row.MonitorID, err)
 			continue

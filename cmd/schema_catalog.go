@@ -75,8 +75,8 @@ var commandSchemas = []commandSchema{
 	},
 	{
 		Command:     "reconcile",
-		Description: "Settle a monitor that needs reconciliation: kill what is left of its group only if pid, pgid and start time still prove custody, and write a receipt with custody reconciled and no exit code.",
-		Request:     reflect.TypeFor[drainRequest](), Response: reflect.TypeFor[receiptView](),
+		Description: "Settle a monitor that needs reconciliation: kill what is left of its group only if pid, pgid and start time still prove custody, and write a receipt with custody reconciled and no exit code. There is no grace: with its guardian gone, every process left is stopped (SIGSTOP) before any is killed (SIGKILL), so that none can run a handler that leaves a process nothing names.",
+		Request:     reflect.TypeFor[reconcileRequest](), Response: reflect.TypeFor[receiptView](),
 	},
 	{
 		Command:     "list",
@@ -144,12 +144,12 @@ var schemaCatalog = &schema.Catalog{
 		"needs_reconciliation_because": "What makes the monitor need reconciliation (the guardian is gone, the window expired, a reboot). Absent otherwise.",
 		"receipt":                      "The terminal receipt, once the monitor has ended and its group was drained. Absent while it runs.",
 		// Receipts.
-		"signals":              "Every signal sent to the group, in order, with when and to how many processes.",
+		"signals":              "Every signal sent to the group, in order, with when and to how many processes. A reconciled receipt has SIGSTOP (every process left, stopped before any is killed) and SIGKILL, or none when nothing was left.",
 		"at_ms":                "When, in milliseconds since the Unix epoch.",
 		"targets":              "How many processes the signal was sent to.",
 		"group_empty_verified": "True once the kernel confirmed that no process of the group nor any escaped descendant is left.",
 		"output_drained":       "True once the output pipe was read to its end: the output is complete.",
-		"containment":          "complete: the group and every escaped descendant are verified gone. group_only: the group is gone, and the sessions its descendants made as of the lost guardian's last heartbeat; one made since could not be seen (a reconciled monitor). incomplete: something may be left: kill_unconfirmed names what survived SIGKILL; a session the service's descendants made that could no longer be proven theirs (a reconciled monitor) is left alone, unnamed.",
+		"containment":          "complete: the group and every escaped descendant are verified gone. group_only: the group is gone, and the sessions its descendants made as of the lost guardian's last heartbeat, and every descendant of what was left; a session made since by a process whose parent has ended since could not be seen (a reconciled monitor). incomplete: something may be left: kill_unconfirmed names what survived SIGKILL; a session the service's descendants made that could no longer be proven theirs (a reconciled monitor) is left alone, unnamed.",
 		"escaped":              "Pids of descendants that had left the group (setsid) and were drained as well. Absent when none.",
 		"kill_unconfirmed":     "Pids still present after SIGKILL (e.g. stuck in uninterruptible sleep). Absent when none.",
 		"custody":              "Who proved the receipt: guardian (the process's own guardian, or procmon exec for a command), reconciled (reconcile, with no exit code), unverified (custody could not be proven).",

@@ -297,7 +297,7 @@ func (l *faultLab) settle() {
 				l.run("cancel", "--grace", "1", id)
 				continue
 			case state.StatusNeedsReconciliation:
-				l.run("reconcile", "--grace", "1", id)
+				l.run("reconcile", id)
 				continue
 			case state.StatusSettling:
 				if time.Now().Before(deadline) {
@@ -435,7 +435,7 @@ func TestFaultsEscapeeAfterGuardianKill(t *testing.T) {
 		return e.SID == escapee && slices.Contains(e.Witnesses, state.Witness{PID: escapee, StartTicks: ticks})
 	})
 	l.loseGuardian(id, m)
-	r, _ := l.run("reconcile", "--grace", "1", id)
+	r, _ := l.run("reconcile", id)
 	if r.Get("reason").String() != "reconciled" || !r.Get("group_empty_verified").Bool() {
 		t.Fatalf("reconcile answered %s", r.Raw)
 	}
@@ -464,7 +464,7 @@ func TestFaultsEscapeeBeforeFirstHeartbeat(t *testing.T) {
 		t.Fatalf("the session was recorded only with a heartbeat (%v): %+v", err, rec)
 	}
 	l.loseGuardian(id, m)
-	r, _ := l.run("reconcile", "--grace", "1", id)
+	r, _ := l.run("reconcile", id)
 	if r.Get("reason").String() != "reconciled" || !r.Get("group_empty_verified").Bool() || r.Get("containment").String() != state.ContainmentGroupOnly {
 		t.Fatalf("reconcile answered %s", r.Raw)
 	}
@@ -569,7 +569,7 @@ func TestFaultsReconcileSparesAReusedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r, _ := l.run("reconcile", "--grace", "1", id)
+	r, _ := l.run("reconcile", id)
 	if !proc.Matches(daemon, ticks) {
 		t.Fatalf("reconcile of %s killed pid %d (session %d), which procmon never started: %s", id, daemon, escapee, r.Raw)
 	}
@@ -613,7 +613,7 @@ func TestFaultsEscapeeOfAZombieLeader(t *testing.T) {
 		t.Fatalf("the session's leader %d is %+v: want a zombie", st.sid, leader)
 	}
 	l.loseGuardian(id, m)
-	r, _ := l.run("reconcile", "--grace", "1", id)
+	r, _ := l.run("reconcile", id)
 	if proc.Matches(g, ticks) {
 		t.Fatalf("escapee %d of session %d, whose leader is a zombie, outlived reconcile: %s", g, st.sid, r.Raw)
 	}
@@ -915,7 +915,7 @@ func TestFaultsDrainPoints(t *testing.T) {
 			if s := l.status(id); s.Get("status").String() != state.StatusNeedsReconciliation {
 				t.Fatalf("status after the guardian died at %s: %s", point, s.Raw)
 			}
-			rec, _ := l.run("reconcile", "--grace", "1", id)
+			rec, _ := l.run("reconcile", id)
 			if rec.Get("custody").String() != state.CustodyReconciled || !rec.Get("group_empty_verified").Bool() {
 				t.Fatalf("reconcile after the guardian died at %s: %s", point, rec.Raw)
 			}

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -11,11 +12,12 @@ import (
 )
 
 // Reconcile settles a monitor that needs reconciliation: when custody of
-// what is left of its group can still be proven, it drains those members
-// and writes a receipt with custody "reconciled"; when it cannot, it kills
-// nothing and writes custody "unverified". It never restarts or adopts a
-// service, and never shows an exit code it did not see.
-func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error) {
+// what is left of its group can still be proven, it kills what is left
+// (see stopLost) and writes a receipt with custody "reconciled"; when it
+// cannot, it kills nothing and writes custody "unverified". It never
+// restarts or adopts a service, and never shows an exit code it did not
+// see.
+func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 	o, err := Observe(dir, id)
 	if err != nil {
 		return nil, err
@@ -40,19 +42,20 @@ func Reconcile(dir *state.Dir, id string, graceMs int64) (*state.Monitor, error)
 	}
 	if provable(m) {
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
-		var left []Member
-		var unproven int
-		r.Signals, left, unproven = stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions, graceMs)
-		r.GroupEmptyVerified = len(left) == 0
-		for _, p := range left {
+		end := stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions)
+		r.Signals = end.signals
+		r.GroupEmptyVerified = end.clean()
+		for _, p := range end.left {
 			r.KillUnconfirmed = append(r.KillUnconfirmed, p.PID)
 		}
 		sort.Ints(r.KillUnconfirmed)
 		// Descendants that left the guardian's session (setsid) went out
 		// of sight with the guardian: the sessions it recorded are
-		// stopped, but one made since its last look cannot be seen.
+		// stopped, and what is still below a process that is, but a
+		// session made since its last look by a process whose parent has
+		// ended since cannot be seen.
 		r.Containment = state.ContainmentGroupOnly
-		if !r.GroupEmptyVerified || unproven > 0 || m.EscapedSessionsTruncated {
+		if !r.GroupEmptyVerified || end.unproven > 0 || m.EscapedSessionsTruncated {
 			r.Containment = state.ContainmentIncomplete
 		}
 	} else {
@@ -90,16 +93,38 @@ func waitGone(members []Member, deadline time.Time) []Member {
 	}
 }
 
-// stopLost stops what is left of a lost guardian's session and of the
-// sessions it recorded (see LostMembers and LostEscapees): SIGTERM with
-// SIGCONT, the grace, SIGKILL, each wait bounded. It returns the signals
-// sent, what is still there, and how many recorded sessions still have
-// processes that could not be proven ours.
-func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSession, graceMs int64) ([]state.SignalEvent, []Member, int) {
-	signals := []state.SignalEvent{}
+// lostEnd is what stopLost did to what a lost guardian left, and what it
+// could not do.
+type lostEnd struct {
+	signals []state.SignalEvent
+	// left is what is still there after SIGKILL.
+	left []Member
+	// unproven counts the recorded sessions that still have processes
+	// which could not be proven ours (left alone).
+	unproven int
+	// outOfSight is set when the freeze reached its bound before it was
+	// done: a process it had not stopped may have started others, which
+	// nothing names.
+	outOfSight bool
+}
+
+// clean reports whether nothing is left of what stopLost could prove
+// ours, as far as anything can tell.
+func (e lostEnd) clean() bool { return len(e.left) == 0 && !e.outOfSight }
+
+// stopLost ends what is left of a lost guardian's session and of the
+// sessions it recorded (see LostMembers and LostEscapees), and every
+// descendant of theirs. No guardian holds the orphans as subreaper any
+// more, so a signal handler let run could leave a process that nothing
+// names (it forks, the child calls setsid, the handler exits): nothing
+// left is let run again. Each is frozen (see freeze), then all are
+// killed, with no grace, and the wait for them is bounded.
+func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSession) lostEnd {
+	end := lostEnd{signals: []state.SignalEvent{}}
 	// The sessions are proven once, before anything is signalled: their
 	// witnesses may be among what is stopped.
-	proven, unproven := provenSessions(escaped)
+	var proven []state.EscapedSession
+	proven, end.unproven = provenSessions(escaped)
 	lost := func() []Member {
 		out := LostMembers(guardianPID, guardianTicks)
 		for _, e := range proven {
@@ -107,26 +132,95 @@ func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSess
 		}
 		return out
 	}
-	members := lost()
-	if len(members) > 0 {
-		send := func(sig unix.Signal) {
-			n := 0
-			for _, p := range members {
-				if signalExact(procStat{pid: p.PID, startTicks: p.StartTicks}, sig) {
-					n++
-				}
-			}
-			signals = append(signals, state.SignalEvent{Signal: unix.SignalName(sig), AtMs: nowMs(), Targets: n})
+	f := freeze(lost, freezeRounds, time.Now().Add(freezeBoundMs*time.Millisecond))
+	end.outOfSight = f.bounded
+	if found := slices.Concat(f.stopped, f.running); len(found) > 0 {
+		if len(f.stopped) > 0 {
+			end.signals = append(end.signals, state.SignalEvent{Signal: unix.SignalName(unix.SIGSTOP), AtMs: f.atMs, Targets: len(f.stopped)})
 		}
-		send(unix.SIGTERM)
-		send(unix.SIGCONT)
-		members = waitGone(members, time.Now().Add(time.Duration(graceMs)*time.Millisecond))
-		if len(members) > 0 {
-			send(unix.SIGKILL)
-			waitGone(members, time.Now().Add(killBoundMs*time.Millisecond))
+		killedAt, n := nowMs(), 0
+		for _, p := range found {
+			if signalExact(procStat{pid: p.PID, startTicks: p.StartTicks}, unix.SIGKILL) {
+				n++
+			}
+		}
+		end.signals = append(end.signals, state.SignalEvent{Signal: unix.SignalName(unix.SIGKILL), AtMs: killedAt, Targets: n})
+		end.left = waitGone(found, time.Now().Add(killBoundMs*time.Millisecond))
+	}
+	for _, p := range lost() {
+		if !slices.Contains(end.left, p) {
+			end.left = append(end.left, p)
 		}
 	}
-	return signals, lost(), unproven
+	return end
+}
+
+const (
+	// freezeBoundMs and freezeRounds bound a freeze, generously: a
+	// round stops all that the last look found, so it takes another only
+	// for what a process forked before its stop, and each takes a scan of
+	// /proc.
+	freezeBoundMs = killBoundMs
+	freezeRounds  = 1000
+)
+
+// frozenSet is what a freeze found.
+type frozenSet struct {
+	stopped []Member // stopped by SIGSTOP, from atMs on
+	atMs    int64
+	// running were found but not stopped: the signal was refused, or the
+	// freeze reached its bound (bounded) before it came to them.
+	running []Member
+	bounded bool
+}
+
+// freeze stops (SIGSTOP, exactly: pid and start time) every process lost
+// lists, then looks again, at what lost lists and at the descendants of
+// each process it stopped, and stops what is new, until a look finds
+// nothing new. A stopped process forks no more (a fork under way when the
+// signal comes is restarted by the kernel), and a child it forked before
+// is on its children list even if it left the session, so the closure is
+// finite; it is bounded all the same. What a child running until its own
+// stop forks and leaves (it exits, its child reparented away) is out of
+// sight. It looks at most rounds times, and not after the deadline.
+func freeze(lost func() []Member, rounds int, deadline time.Time) frozenSet {
+	var f frozenSet
+	tried := map[Member]bool{}
+	f.atMs = nowMs()
+	look := lost()
+	for round := 0; ; round++ {
+		var fresh []Member
+		for _, p := range look {
+			if !tried[p] {
+				tried[p] = true
+				fresh = append(fresh, p)
+			}
+		}
+		if len(fresh) == 0 {
+			return f
+		}
+		if round == rounds || time.Now().After(deadline) {
+			f.running, f.bounded = append(f.running, fresh...), true
+			return f
+		}
+		var stopped []Member
+		for _, p := range fresh {
+			if signalExact(procStat{pid: p.PID, startTicks: p.StartTicks}, unix.SIGSTOP) {
+				stopped = append(stopped, p)
+			} else if Matches(p.PID, p.StartTicks) {
+				f.running = append(f.running, p)
+			}
+		}
+		f.stopped = append(f.stopped, stopped...)
+		look = lost()
+		for _, p := range stopped {
+			for _, s := range scanDescendants(p.PID) {
+				if s.alive() {
+					look = append(look, Member{PID: s.pid, StartTicks: s.startTicks})
+				}
+			}
+		}
+	}
 }
 
 // provable reports whether what is left of a monitor can be proven to be
@@ -176,7 +270,7 @@ func SweepAbandoned(dir *state.Dir, id string) bool {
 				escaped = e.EscapedSessions
 			}
 			sid, ticks := mk.SessionOf()
-			if _, left, unproven := stopLost(sid, ticks, escaped, DefaultDrainGraceMs); len(left) > 0 || unproven > 0 {
+			if end := stopLost(sid, ticks, escaped); !end.clean() || end.unproven > 0 {
 				return false
 			}
 		}

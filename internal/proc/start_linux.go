@@ -419,8 +419,10 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	// it had spawned; one that died may have left some of it, in its
 	// session: that is stopped here, and the directory goes once nothing
 	// is left (else it stays, naming the guardian, for list to settle).
-	if _, left, _ := stopLost(pg.g.PID, pg.ticks, nil, DefaultDrainGraceMs); len(left) > 0 {
-		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and %d of the processes it had started could not be stopped", pg.monitorID, len(left)).With("kill_unconfirmed", left)
+	if end := stopLost(pg.g.PID, pg.ticks, nil); len(end.left) > 0 {
+		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and %d of the processes it had started could not be stopped", pg.monitorID, len(end.left)).With("kill_unconfirmed", end.left)
+	} else if end.outOfSight {
+		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and the processes it had started forked faster than they could be stopped: some may be left", pg.monitorID)
 	}
 	pg.dir.RemoveMonitorDir(pg.monitorID)
 	switch {
@@ -442,7 +444,7 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 // the monitor: its record stays, with a reconciled receipt.
 func (pg *pendingGuardian) settleLost(said *protocol.ErrorBody) error {
 	id := pg.monitorID
-	m, err := Reconcile(pg.dir, id, DefaultDrainGraceMs)
+	m, err := Reconcile(pg.dir, id)
 	if err != nil {
 		return fmt.Errorf("the guardian of %s died during the start, and what it left could not be settled: %w", id, err)
 	}

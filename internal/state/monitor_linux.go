@@ -142,9 +142,10 @@ const (
 	// verified gone.
 	ContainmentComplete = "complete"
 	// ContainmentGroupOnly: the group is verified gone, and the sessions
-	// its descendants made that the guardian recorded; one made since its
-	// last look could not be seen (a reconciled monitor whose guardian
-	// was lost).
+	// its descendants made that the guardian recorded, and every
+	// descendant of what was left; a session made since its last look by
+	// a process whose parent has ended since could not be seen (a
+	// reconciled monitor whose guardian was lost).
 	ContainmentGroupOnly = "group_only"
 	// ContainmentIncomplete: something may be left. KillUnconfirmed names
 	// what survived SIGKILL; a recorded escaped session that could not be
