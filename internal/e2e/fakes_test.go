@@ -22,6 +22,7 @@ var fakeChildren = map[string]func(){
 	"exitwith":   exitwith,
 	"ignoreterm": ignoreterm,
 	"forker":     forker,
+	"escaper":    escaper,
 }
 
 // sleeper prints a ready line, followed by its arguments (to tell one
@@ -170,4 +171,56 @@ func forker() {
 	}
 	fmt.Println("forker ready")
 	select {}
+}
+
+// escaper starts a sleeper in a session of its own (setsid) when a signal
+// comes, as a daemon's handler may, and appends the sleeper's pid to the
+// file named by its second argument, to which it first writes its own
+// once the handler is in place. With "term" it does so on SIGTERM, then
+// exits: the sleeper is an orphan of a session that nothing recorded.
+// With "usr1" it ignores SIGTERM, does so on SIGUSR1, and stays the
+// sleeper's parent.
+func escaper() {
+	if len(os.Args) != 3 || os.Args[1] != "term" && os.Args[1] != "usr1" {
+		fmt.Fprintln(os.Stderr, "usage: escaper term|usr1 PIDFILE")
+		os.Exit(64)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	f, err := os.OpenFile(os.Args[2], os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	// Not the service's output: once its guardian is gone, nothing reads
+	// that pipe, and the sleeper's ready line would end it (SIGPIPE).
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		panic(err)
+	}
+	on := syscall.SIGTERM
+	if os.Args[1] == "usr1" {
+		signal.Ignore(syscall.SIGTERM)
+		on = syscall.SIGUSR1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, on)
+	// The pid comes last: a test that kills the guardian once it is
+	// written must not break the pipe under the ready line.
+	fmt.Println("escaper ready")
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	for range sig {
+		p, err := os.StartProcess(exe, []string{"sleeper", "escaped"}, &os.ProcAttr{
+			Files: []*os.File{nil, devNull, devNull},
+			Sys:   &syscall.SysProcAttr{Setsid: true},
+		})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Fprintf(f, "%d\n", p.Pid)
+		if on == syscall.SIGTERM {
+			os.Exit(0)
+		}
+	}
 }

@@ -620,6 +620,105 @@ func TestFaultsEscapeeOfAZombieLeader(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsReconcileLetsNoHandlerRun: a member of a service whose
+// guardian is lost answers SIGTERM by starting a process in a session of
+// its own (setsid), then exits. Nothing recorded that session, and the
+// process, an orphan, is below nothing that is left: reconcile's SIGTERM
+// made a process that nothing names, and its receipt said that the group
+// was verified empty while that process ran on. reconcile now stops every
+// process left before it kills any, so no handler runs.
+func TestFaultsReconcileLetsNoHandlerRun(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	id, m := l.startMonitor("", "start", "--", "sh", "-c", "escaper term pids.txt & exec sleeper")
+	l.escaperPids("pids.txt", 1)
+	l.loseGuardian(id, m)
+	r, _ := l.run("reconcile", id)
+	l.checkFrozenThenKilled(r, 1)
+	if pids := l.escaperPids("pids.txt", 1); len(pids) > 1 {
+		t.Errorf("the member's SIGTERM handler ran during the reconcile of %s: it started %v", id, pids[1:])
+	}
+	l.settle()
+}
+
+// TestFaultsReconcileFindsAnEscapeeBelowAMember: once the guardian is
+// lost, a member (which ignores SIGTERM) starts a process in a session of
+// its own, which no look of the guardian could record, and stays its
+// parent. In no session reconcile knew, that process outlived it, under a
+// receipt that said the group was verified empty. reconcile now stops the
+// descendants of each process it stops as well, found on their parents'
+// children lists whatever session they are in.
+func TestFaultsReconcileFindsAnEscapeeBelowAMember(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	id, m := l.startMonitor("", "start", "--", "sh", "-c", "escaper usr1 pids.txt & exec sleeper")
+	member := l.escaperPids("pids.txt", 1)[0]
+	memberTicks, err := proc.StartTicks(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.loseGuardian(id, m)
+	if !proc.Matches(member, memberTicks) {
+		t.Fatalf("member %d did not outlive its guardian", member)
+	}
+	unix.Kill(member, unix.SIGUSR1)
+	escapee := l.escaperPids("pids.txt", 2)[1]
+	ticks, err := proc.StartTicks(escapee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := statOf(escapee); !ok || st.sid != escapee || st.ppid != member {
+		t.Fatalf("escapee %d is %+v: want the leader of its own session, below member %d", escapee, st, member)
+	}
+	r, _ := l.run("reconcile", id)
+	l.checkFrozenThenKilled(r, 2)
+	if proc.Matches(escapee, ticks) {
+		t.Errorf("escapee %d, below member %d, outlived the reconcile of %s: %s", escapee, member, id, r.Raw)
+	}
+	l.settle()
+}
+
+// escaperPids waits until the escaper of the lab (see fakes_test.go) has
+// written n pids or more to file, in the lab's working directory, and
+// returns them all: its own first, then its escapees'.
+func (l *faultLab) escaperPids(file string, n int) []int {
+	l.t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(l.state), "work", file))
+		var pids []int
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			if pid, err := strconv.Atoi(strings.TrimSuffix(line, "\n")); err == nil && strings.HasSuffix(line, "\n") {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("escaper wrote %d pids in %v, want %d", len(pids), patience, n)
+		}
+	}
+}
+
+// checkFrozenThenKilled checks the receipt r of a reconcile that found
+// at least n processes left: each was stopped (SIGSTOP) before any was
+// killed (SIGKILL), without a SIGTERM, and a receipt that says the group
+// is verified empty leaves no process of the lab running at all.
+func (l *faultLab) checkFrozenThenKilled(r gjson.Result, n int) {
+	l.t.Helper()
+	if r.Get("reason").String() != "reconciled" || !r.Get("group_empty_verified").Bool() || r.Get("containment").String() != state.ContainmentGroupOnly {
+		l.t.Errorf("reconcile answered %s: want reconciled, group_empty_verified, containment group_only", r.Raw)
+	}
+	if r.Get("group_empty_verified").Bool() {
+		if left := l.marked(); len(left) > 0 {
+			l.t.Errorf("reconcile said the group was verified empty while processes of the lab ran on (%v): %s", left, r.Raw)
+		}
+	}
+	signals := r.Get("signals").Array()
+	if len(signals) != 2 || signals[0].Get("signal").String() != "SIGSTOP" || signals[1].Get("signal").String() != "SIGKILL" ||
+		signals[0].Get("targets").Int() < int64(n) || signals[1].Get("targets").Int() != signals[0].Get("targets").Int() {
+		l.t.Errorf("reconcile sent %s: want SIGSTOP to %d processes or more, then SIGKILL to each", r.Get("signals").Raw, n)
+	}
+}
+
 // awaitEscapedSession waits until a heartbeat of monitor id has recorded
 // an escaped session that want accepts.
 func (l *faultLab) awaitEscapedSession(id string, want func(state.EscapedSession) bool) {
