@@ -676,6 +676,50 @@ func TestFaultsReconcileFindsAnEscapeeBelowAMember(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsReconcileFindsAnOrphanBelowAStoppedGuardian: a guardian is
+// stopped; past its window a member starts a process in a session of its
+// own and exits, which orphans the process to the guardian (the service's
+// subreaper), where no look records it. Reconcile killed such a guardian
+// before anything else, which handed the process to init, out of sight,
+// and it outlived a receipt that said the group was verified empty. The
+// guardian is now frozen with the rest, and what is below it is found.
+func TestFaultsReconcileFindsAnOrphanBelowAStoppedGuardian(t *testing.T) {
+	l := newFaultLab(t, 2, 20)
+	id, m := l.startMonitor("", "start", "--", "sh", "-c", "escaper term pids.txt & exec sleeper")
+	member := l.escaperPids("pids.txt", 1)[0]
+	l.stopGuardian(id, m)
+	l.awaitLapse(id)
+	unix.Kill(member, unix.SIGTERM)
+	escapee := l.escaperPids("pids.txt", 2)[1]
+	ticks, err := proc.StartTicks(escapee)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if proc.Matches(escapee, ticks) {
+			unix.Kill(escapee, unix.SIGKILL)
+		}
+	})
+	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
+		if st, ok := statOf(escapee); ok && st.sid == escapee && st.ppid == m.GuardianPID {
+			break
+		}
+		if time.Now().After(deadline) {
+			st, _ := statOf(escapee)
+			t.Fatalf("escapee %d is %+v: want the leader of its own session, orphaned to guardian %d", escapee, st, m.GuardianPID)
+		}
+	}
+	r, _ := l.run("reconcile", id)
+	l.checkFrozenThenKilled(r, 2)
+	if proc.Matches(escapee, ticks) {
+		t.Errorf("escapee %d, orphaned to the stopped guardian, outlived the reconcile of %s: %s", escapee, id, r.Raw)
+	}
+	if proc.Matches(m.GuardianPID, m.GuardianStartTicks) {
+		t.Errorf("guardian %d outlived the reconcile", m.GuardianPID)
+	}
+	l.settle()
+}
+
 // escaperPids waits until the escaper of the lab (see fakes_test.go) has
 // written n pids or more to file, in the lab's working directory, and
 // returns them all: its own first, then its escapees'.

@@ -29,18 +29,13 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "monitor %s is %s, not needs_reconciliation", id, o.Status).With("monitor_id", id).With("status", o.Status)
 	}
 	m := o.Monitor
-	// A guardian that is alive but stopped renewing has lost custody; it is
-	// ours (pid and start time, in this boot: across a reboot the numbers
-	// name nobody), so it is stopped before anything else.
-	if m.BootID == state.BootID() && Matches(m.GuardianPID, m.GuardianStartTicks) {
-		signalExact(procStat{pid: m.GuardianPID, startTicks: m.GuardianStartTicks}, unix.SIGKILL)
-		waitGone([]Member{{m.GuardianPID, m.GuardianStartTicks}}, time.Now().Add(killBoundMs*time.Millisecond))
-	}
 	r := &state.Receipt{
 		Status:  state.StatusCancelled,
 		Signals: []state.SignalEvent{},
 	}
 	if provable(m) {
+		// A guardian that is alive but stopped renewing has lost custody;
+		// stopLost stops it with the rest.
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
 		end := stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions)
 		r.Signals = end.signals
@@ -59,6 +54,13 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 			r.Containment = state.ContainmentIncomplete
 		}
 	} else {
+		// A guardian alive past its window is still ours (pid and start
+		// time, in this boot: across a reboot the numbers name nobody),
+		// whatever its group has become.
+		if m.BootID == state.BootID() && Matches(m.GuardianPID, m.GuardianStartTicks) {
+			signalExact(procStat{pid: m.GuardianPID, startTicks: m.GuardianStartTicks}, unix.SIGKILL)
+			waitGone([]Member{{m.GuardianPID, m.GuardianStartTicks}}, time.Now().Add(killBoundMs*time.Millisecond))
+		}
 		r.Reason, r.Custody = "reconcile_unverified", state.CustodyUnverified
 		r.Containment = state.ContainmentIncomplete
 	}
@@ -127,6 +129,13 @@ func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSess
 	proven, end.unproven = provenSessions(escaped)
 	lost := func() []Member {
 		out := LostMembers(guardianPID, guardianTicks)
+		// A guardian alive past its window is frozen with the rest: a
+		// process orphaned since its last look, which had left the
+		// session, is its child as subreaper, and is found below it.
+		// Killed first, it handed those to init, out of sight.
+		if Matches(guardianPID, guardianTicks) {
+			out = append(out, Member{guardianPID, guardianTicks})
+		}
 		for _, e := range proven {
 			out = append(out, provenMembers(e)...)
 		}
