@@ -28,8 +28,9 @@ the recorded pid), kill what is left of it and write a receipt with custody
 session (which holds the service's group, and which no process outside
 can join) started no earlier than the guardian, every process of the
 sessions the guardian recorded that the service's descendants made (while
-a process it recorded in one is still there), and every descendant of
-those: nothing else is ever signalled. If the group cannot be proven,
+a process it recorded in one is still there), the guardian itself when it
+is alive past its ownership window, and every descendant of those:
+nothing else is ever signalled. If the group cannot be proven,
 kill nothing and write custody "unverified". Never shows an exit code it
 did not see; never restarts or adopts the service.
 
