@@ -319,7 +319,9 @@ def _call(
     bounded: bool = False,
 ) -> Dict[str, Any]:
     try:
-        payload = json.dumps({"request": _unwrap(request)})
+        # NaN and Infinity are no JSON: procmon would refuse them only as
+        # malformed input at some byte, naming no field.
+        payload = json.dumps({"request": _unwrap(request)}, allow_nan=False)
     except (TypeError, ValueError) as err:
         raise ProcmonError("invalid_request", f"the request is not JSON: {err}") from None
 

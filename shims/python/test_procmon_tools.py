@@ -538,7 +538,9 @@ class ShimTest(ProcmonToolsTest):
     def test_request_must_be_a_dict(self):
         # A missing binary proves that nothing was run.
         missing = str(self.scratch / "no-procmon-here")
-        for request in (["argv"], "argv", None, {"argv": [object()]}):
+        for request in (["argv"], "argv", None, {"argv": [object()]},
+                        {"argv": ["x"], "timeout_seconds": float("nan")},
+                        {"argv": ["x"], "timeout_seconds": float("inf")}):
             with self.subTest(request=request):
                 with self.assertRaises(ProcmonError) as raised:
                     self.call(start_process, request, binary=missing)
