@@ -501,12 +501,14 @@ func TestAgentMCPServerStopped(t *testing.T) {
 		}
 	}
 	ticks, _ := proc.StartTicks(command[0])
+	// The client's transport waits for the server once the connection
+	// ends, so the test watches its pid rather than wait for it too.
+	serverTicks, err := proc.StartTicks(server.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	server.Process.Signal(syscall.SIGTERM)
-	exited := make(chan error, 1)
-	go func() { exited <- server.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(patience):
+	if !awaitGone(server.Process.Pid, serverTicks) {
 		server.Process.Signal(syscall.SIGKILL)
 		t.Fatalf("procmon mcp did not exit within %v of its SIGTERM, with calls in progress", patience)
 	}
