@@ -121,20 +121,26 @@ func (e lostEnd) clean() bool { return len(e.left) == 0 && !e.outOfSight }
 // names (it forks, the child calls setsid, the handler exits): nothing
 // left is let run again. Each is frozen (see freeze), then all are
 // killed, with no grace, and the wait for them is bounded.
-func stopLost(guardianPID int, guardianTicks uint64, escaped []state.EscapedSession) lostEnd {
+//
+// leaderPID and leaderTicks name the session's leader: a monitor's
+// guardian, or the command an exec trace names (which leads a session of
+// its own).
+func stopLost(leaderPID int, leaderTicks uint64, escaped []state.EscapedSession) lostEnd {
 	end := lostEnd{signals: []state.SignalEvent{}}
 	// The sessions are proven once, before anything is signalled: their
 	// witnesses may be among what is stopped.
 	var proven []state.EscapedSession
 	proven, end.unproven = provenSessions(escaped)
 	lost := func() []Member {
-		out := LostMembers(guardianPID, guardianTicks)
-		// A guardian alive past its window is frozen with the rest: a
-		// process orphaned since its last look, which had left the
-		// session, is its child as subreaper, and is found below it.
-		// Killed first, it handed those to init, out of sight.
-		if Matches(guardianPID, guardianTicks) {
-			out = append(out, Member{guardianPID, guardianTicks})
+		out := LostMembers(leaderPID, leaderTicks)
+		// A leader still alive is frozen with the rest. A guardian alive
+		// past its window is the subreaper of what was orphaned since its
+		// last look, which may have left the session: it is found below
+		// it (killed first, the guardian handed it to init, out of
+		// sight). An exec trace's command leader, left by its custodian,
+		// is the command itself.
+		if Matches(leaderPID, leaderTicks) {
+			out = append(out, Member{leaderPID, leaderTicks})
 		}
 		for _, e := range proven {
 			out = append(out, provenMembers(e)...)
@@ -221,8 +227,12 @@ func freeze(lost func() []Member, rounds int, deadline time.Time) frozenSet {
 			}
 		}
 		f.stopped = append(f.stopped, stopped...)
+		// Below every process stopped so far, not only this round's: a
+		// process not stopped yet may have left a child and exited since
+		// the last look, and the child went to the nearest subreaper, a
+		// guardian stopped in an earlier round.
 		look = lost()
-		for _, p := range stopped {
+		for _, p := range f.stopped {
 			for _, s := range scanDescendants(p.PID) {
 				if s.alive() {
 					look = append(look, Member{PID: s.pid, StartTicks: s.startTicks})

@@ -86,7 +86,7 @@ func TestFreezeSaysWhenItIsBounded(t *testing.T) {
 	if !f.bounded || !slices.Equal(f.stopped, tree[:1]) || !slices.Equal(f.running, tree[1:]) {
 		t.Fatalf("freeze of %v in one round = %+v: want its top stopped, the rest running, and bounded", tree, f)
 	}
-	f = freeze(top, freezeRounds, time.Now())
+	f = freeze(top, freezeRounds, time.Now().Add(-time.Second))
 	if !f.bounded || len(f.stopped) > 0 || !slices.Equal(f.running, tree[:1]) {
 		t.Fatalf("freeze of %v past its deadline = %+v: want nothing stopped, its top running, and bounded", tree, f)
 	}
