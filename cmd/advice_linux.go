@@ -16,8 +16,7 @@ func advise(pe *protocol.Error) {
 	if strings.Contains(pe.Message, "procmon ") {
 		return
 	}
-	// An error another procmon answered (exec under MCP) has its advice.
-	if a := advice(pe); a != "" && !strings.HasSuffix(pe.Message, "; "+a) {
+	if a := advice(pe); a != "" {
 		pe.Message += "; " + a
 	}
 }

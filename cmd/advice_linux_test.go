@@ -86,9 +86,6 @@ func TestAdvise(t *testing.T) {
 			"process monitors are disabled (run r_x was created while they were off); create a new run with procmon run new, and select it with --run ID or PROCMON_RUN=ID"},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"),
 			"exec depends on monitor m_x, which is not running; it has ended: start it again, then retry"},
-		// Advised already by the procmon exec that answered it (MCP).
-		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running; it has ended: start it again, then retry").With("monitor_id", "m_x").With("status", "cancelled"),
-			"exec depends on monitor m_x, which is not running; it has ended: start it again, then retry"},
 	} {
 		advise(c.err)
 		if c.err.Message != c.want {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -27,8 +28,9 @@ import (
 	"procmon/internal/wait"
 )
 
-// mcpProgressInterval is how often a waiting wait_process call tells a
-// client that asked for progress that it is still waiting.
+// mcpProgressInterval is how often a wait_process or execute_command call
+// in progress tells a client that asked for progress that it is still at
+// work.
 const mcpProgressInterval = time.Second
 
 func newMCPCmd(env *Env, g *globals) *cobra.Command {
@@ -44,10 +46,10 @@ The session is one agent invocation: the server creates a run bound to
 itself as owner (its frozen policy and command budget are the session's),
 and when the client disconnects, or the server is stopped or killed, every
 monitor the session started is drained; one whose guardian was lost is
-reconciled when the server ends, and said so on stderr. To join an existing run instead,
-give it: procmon mcp --run r_... (or $PROCMON_RUN); that run is then
-neither created nor ended by the server, and the tools listed are those
-it grants.
+reconciled as the server ends, which it says on stderr. To join an
+existing run instead, give it: procmon mcp --run r_... (or $PROCMON_RUN);
+that run is then neither created nor ended by the server, and the tools
+listed are those it grants.
 
   claude mcp add procmon -- procmon mcp`,
 		Args: cobra.NoArgs,
@@ -95,7 +97,18 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 	if err := s.addTools(server); err != nil {
 		return err
 	}
-	err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
+	// Told to stop, the server ends the calls in progress (their contexts
+	// end with ctx, see addTools), and closes the session once each is
+	// answered: closed at once, it dropped the answer of a call still
+	// draining (an exec's result).
+	open := &openCalls{changed: make(chan struct{}, 1)}
+	runCtx, endRun := context.WithCancel(context.Background())
+	defer endRun()
+	defer context.AfterFunc(ctx, func() {
+		open.awaitNone(mcpStopBound)
+		endRun()
+	})()
+	err := server.Run(runCtx, answeringTransport{&mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}, open})
 	s.mu.Lock()
 	owned, runID := s.owned, s.runID
 	s.mu.Unlock()
@@ -135,6 +148,85 @@ func (s *mcpSession) settleLost(ended *runEndResponse) {
 			continue
 		}
 		fmt.Fprintf(s.env.Stderr, "procmon mcp: %s had lost its guardian: reconciled (custody %s, containment %s)\n", row.MonitorID, m.Receipt.Custody, m.Receipt.Containment)
+	}
+}
+
+// mcpStopBound is how long a server told to stop waits for its calls in
+// progress to be answered: an exec drains its command first, for its
+// grace (5 s by default) and at most 5 s more.
+const mcpStopBound = 30 * time.Second
+
+// answeringTransport is a transport that counts the calls it has read and
+// not answered yet (openCalls).
+type answeringTransport struct {
+	mcp.Transport
+	open *openCalls
+}
+
+func (t answeringTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return answeringConn{c, t.open}, nil
+}
+
+type answeringConn struct {
+	mcp.Connection
+	open *openCalls
+}
+
+func (c answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+		c.open.add(1)
+	}
+	return m, err
+}
+
+func (c answeringConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, m)
+	if r, ok := m.(*jsonrpc.Response); ok && r.ID.IsValid() {
+		c.open.add(-1)
+	}
+	return err
+}
+
+// openCalls counts the calls read and not answered yet.
+type openCalls struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // a token after each answer
+}
+
+func (o *openCalls) add(d int) {
+	o.mu.Lock()
+	o.n = max(o.n+d, 0)
+	o.mu.Unlock()
+	if d < 0 {
+		select {
+		case o.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// awaitNone waits until every call read has been answered, or bound
+// passes.
+func (o *openCalls) awaitNone(bound time.Duration) {
+	timeout := time.After(bound)
+	for {
+		o.mu.Lock()
+		n := o.n
+		o.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-o.changed:
+		case <-timeout:
+			return
+		}
 	}
 }
 
@@ -371,8 +463,9 @@ func reportProgress(ctx context.Context, call *mcp.CallToolRequest, say func(sec
 	if token == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		start := time.Now()
 		tick := time.NewTicker(mcpProgressInterval)
 		defer tick.Stop()
@@ -392,7 +485,9 @@ func reportProgress(ctx context.Context, call *mcp.CallToolRequest, say func(sec
 			}
 		}
 	}()
-	return func() { close(done) }
+	// The last notification goes before the call's answer, never after
+	// it: a client takes a token it has closed for no token of its own.
+	return func() { close(done); <-ended }
 }
 
 func (s *mcpSession) processStatus(_ context.Context, _ *mcp.CallToolRequest, _ *globals, args json.RawMessage) (any, error) {
@@ -485,8 +580,10 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
+	// Not the command line: a secret in it is redacted from the answer,
+	// and a notification is no place to redact it.
 	defer reportProgress(ctx, call, func(secs float64) string {
-		return fmt.Sprintf("running %.0f s: %q", secs, req.Argv)
+		return fmt.Sprintf("running %.0f s", secs)
 	})()
 	select {
 	case err = <-exited:
@@ -501,7 +598,13 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 		return nil, protocol.Errorf(protocol.CodeInternal, "procmon exec answered no JSON (%v): %s", err, bytes.TrimSpace(out.Bytes()))
 	}
 	if answer.Error != nil {
-		return nil, &protocol.Error{Code: answer.Error.Code, Message: answer.Error.Message, Details: answer.Error.Details}
+		pe := &protocol.Error{Code: answer.Error.Code, Message: answer.Error.Message, Details: answer.Error.Details}
+		// The procmon exec that answered advised a person at a command
+		// line: the session advises in its own terms (toolError).
+		if a := advice(pe); a != "" {
+			pe.Message = strings.TrimSuffix(pe.Message, "; "+a)
+		}
+		return nil, pe
 	}
 	return json.RawMessage(bytes.TrimSpace(out.Bytes())), nil
 }

@@ -455,8 +455,9 @@ func TestAgentMCPServerKilled(t *testing.T) {
 }
 
 // TestAgentMCPServerStopped stops procmon mcp with SIGTERM while a
-// wait_process and an execute_command are in progress: both answer, the
-// session's run ends and drains its monitor, and the server exits. It used
+// wait_process and an execute_command are in progress: both are answered
+// (the exec once its command is drained), the session's run ends and
+// drains its monitor, and the server exits. It used
 // to hang until the calls ended on their own (an exec's 600 s), since the
 // SDK waits for the calls in progress without ending them. The exec
 // reports progress meanwhile, which a client may keep its call alive on,
@@ -475,20 +476,25 @@ func TestAgentMCPServerStopped(t *testing.T) {
 		t.Fatalf("start_process with 4 MiB of arguments: %s, want invalid_request", code)
 	}
 	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string)
-	answered := make(chan error, 2)
+	type answer struct {
+		tool string
+		res  *mcp.CallToolResult
+		err  error
+	}
+	answered := make(chan answer, 2)
 	go func() {
-		_, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait_process",
+		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait_process",
 			Arguments: map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "output", "text": "never printed"}}})
-		answered <- err
+		answered <- answer{"wait_process", res, err}
 	}()
 	go func() {
-		_, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command", Meta: mcp.Meta{"progressToken": "x1"},
+		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command", Meta: mcp.Meta{"progressToken": "x1"},
 			Arguments: map[string]any{"argv": []string{"sleeper", "stopped-server"}}})
-		answered <- err
+		answered <- answer{"execute_command", res, err}
 	}()
 	select {
 	case p := <-progress:
-		if p.ProgressToken != "x1" || !strings.Contains(p.Message, "stopped-server") {
+		if p.ProgressToken != "x1" || !strings.HasPrefix(p.Message, "running ") {
 			t.Errorf("progress %+v", p)
 		}
 	case <-time.After(patience):
@@ -512,9 +518,27 @@ func TestAgentMCPServerStopped(t *testing.T) {
 		server.Process.Signal(syscall.SIGKILL)
 		t.Fatalf("procmon mcp did not exit within %v of its SIGTERM, with calls in progress", patience)
 	}
+	// Each call was answered before the server exited: the wait and the
+	// exec as interrupted, the exec with its drained command's result.
 	for range 2 {
 		select {
-		case <-answered:
+		case a := <-answered:
+			if a.err != nil || a.res == nil {
+				t.Fatalf("%s was not answered: %v", a.tool, a.err)
+			}
+			text := a.res.Content[0].(*mcp.TextContent).Text
+			switch a.tool {
+			case "wait_process":
+				if !a.res.IsError || gjson.Get(text, "error.code").String() != "wait_interrupted" {
+					t.Errorf("wait_process answered %s, want wait_interrupted", text)
+				}
+			case "execute_command":
+				r := gjson.Get(text, "error.details.result")
+				if !a.res.IsError || gjson.Get(text, "error.code").String() != "wait_interrupted" ||
+					r.Get("status").String() != "cancelled" || !r.Get("group_empty_verified").Bool() {
+					t.Errorf("execute_command answered %s, want wait_interrupted with its drained command's result", text)
+				}
+			}
 		case <-time.After(patience):
 			t.Fatal("a call in progress did not end with its server")
 		}
@@ -559,10 +583,46 @@ func TestAgentMCPListsTheJoinedRunsTools(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
+// TestAgentMCPExecAdvice: execute_command's errors, answered by the
+// procmon exec the server runs, are advised as every tool's: once, and in
+// a session's terms. The exec's own advice for a person came through, so
+// a dependency's was said twice and an ended run advised --run, which no
+// MCP client can give.
+func TestAgentMCPExecAdvice(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	run := gjson.GetBytes(runProcmon(t, procmon, "run", "new"), "run_id").String()
+	ended := startMonitor(t, procmon, "start", "--run", run, "--", "printer", "done")
+	runProcmon(t, procmon, "wait", "--run", run, ended, "--exit", "--timeout", "30s")
+	session, server := mcpClient(t, func(args ...string) *exec.Cmd { return procmon(append(args, "--run", run)...) }, nil)
+	message := func(args map[string]any) string {
+		t.Helper()
+		res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command", Arguments: args})
+		if err != nil || !res.IsError {
+			t.Fatalf("execute_command %v: %v %+v, want a tool error", args, err, res)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		schemas.check(t, "exec", "error", []byte(text))
+		return gjson.Get(text, "error.message").String()
+	}
+	if m := message(map[string]any{"argv": []string{"printer"}, "depends_on": []string{ended}}); strings.Count(m, "start it again") != 1 {
+		t.Errorf("a dependency that has ended: %q, want its advice once", m)
+	}
+	runProcmon(t, procmon, "run", "end", "--run", run)
+	if m := message(map[string]any{"argv": []string{"printer"}}); !strings.Contains(m, "start a new session") || strings.Contains(m, "--run") {
+		t.Errorf("an ended run: %q, want a new session advised, not --run", m)
+	}
+	session.Close()
+	server.Wait()
+	assertNothingLeft(t, stateDir)
+}
+
 // TestAgentMCPSessionEndReconciles: a monitor of the session whose
 // guardian was killed is reconciled when the session ends, and what it
-// left is stopped. It used to stay needs_reconciliation, its service
-// running, with nothing said: a client has no reconcile tool, and the
+// left is stopped. It used to stay needs_reconciliation, a member of its
+// group running, with nothing said: a client has no reconcile tool, and the
 // session was its only agent.
 func TestAgentMCPSessionEndReconciles(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
@@ -578,15 +638,22 @@ func TestAgentMCPSessionEndReconciles(t *testing.T) {
 		t.Fatalf("connect to procmon mcp: %v", err)
 	}
 	defer session.Close()
-	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}})["monitor_id"].(string)
+	// The member outlives its guardian (the service's leader dies with it).
+	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sh", "-c", "sleeper session-member & exec sleeper"}})["monitor_id"].(string)
 	m := recordOf(t, stateDir, id)
-	ticks, err := proc.StartTicks(m.PID)
+	var member []int
+	for deadline := time.Now().Add(patience); len(member) == 0; time.Sleep(10 * time.Millisecond) {
+		if member = pidsWithArgs("sleeper", "session-member"); len(member) == 0 && time.Now().After(deadline) {
+			t.Fatalf("the service's member did not start within %v", patience)
+		}
+	}
+	ticks, err := proc.StartTicks(member[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if proc.Matches(m.PID, ticks) {
-			syscall.Kill(m.PID, syscall.SIGKILL)
+		if proc.Matches(member[0], ticks) {
+			syscall.Kill(member[0], syscall.SIGKILL)
 		}
 	})
 	syscall.Kill(m.GuardianPID, syscall.SIGKILL)
@@ -595,8 +662,8 @@ func TestAgentMCPSessionEndReconciles(t *testing.T) {
 	}
 	session.Close()
 	server.Wait()
-	if !awaitGone(m.PID, ticks) {
-		t.Fatalf("the service of a monitor whose guardian was killed outlived its session by %v; stderr %q", patience, stderr.String())
+	if !awaitGone(member[0], ticks) {
+		t.Fatalf("a member of a monitor whose guardian was killed outlived its session by %v; stderr %q", patience, stderr.String())
 	}
 	r := recordOf(t, stateDir, id).Receipt
 	if r == nil || r.Custody != state.CustodyReconciled || !r.GroupEmptyVerified {
