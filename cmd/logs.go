@@ -91,8 +91,8 @@ then says on stderr how the service ended, as its receipt has it
 stops renewing custody (stopped, or stalled) moves the text no more until
 it runs again: that is said once on stderr, with how to settle it. It
 starts at the last 10 lines unless --tail, --since or --offset says
-otherwise. It
-writes text only: asked for JSON (--json, -o json) it refuses.
+otherwise. It writes text only: asked for JSON (--json, -o json) it
+refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
 marks the log's offset each second it writes (output.times), so --since

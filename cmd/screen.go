@@ -14,9 +14,9 @@ import (
 // every control character shows in caret notation (^[ for ESC, ^G, ^?
 // for DEL), a carriage return too unless a line feed follows it, and a C1
 // control (U+0080 to U+009F, which some terminals obey as ESC sequences)
-// as <U+009B>; tab and line feed stay. So does a bidirectional formatting
-// character (U+202E and its kin), with which a terminal that reorders
-// text shows a line in another order than its bytes have. Colour shows as
+// as <U+009B>, as does a bidirectional formatting character (U+202E and
+// its kin), with which a terminal that reorders text shows a line in
+// another order than its bytes have; tab and line feed stay. Colour shows as
 // its sequence: kept, a colour code can hide text as well (SGR 8, or
 // black on black). Piped, the text is not rewritten: it is the service's
 // own.

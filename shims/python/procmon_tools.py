@@ -48,8 +48,9 @@ is spent by all of them and never given back, and once it is ended
 invocation makes a run of its own, bound to its own process so that its
 monitors are drained when it exits, and passes it to every call::
 
+    procmon = os.environ.get("PROCMON_BIN", "procmon")
     run = json.loads(subprocess.run(
-        ["procmon", "run", "new", "--owner-pid", str(os.getpid())],
+        [procmon, "run", "new", "--owner-pid", str(os.getpid())],
         stdin=subprocess.DEVNULL, capture_output=True, check=True).stdout)["run_id"]
     started = start_process({"argv": [...]}, run=run)
 
