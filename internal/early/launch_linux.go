@@ -143,11 +143,11 @@ func guardianEnv() []string {
 }
 
 // Wait reaps the guardian once it has exited.
-func (g *Guardian) Wait() {
+func (g *Guardian) Wait() syscall.WaitStatus {
 	var ws syscall.WaitStatus
 	for {
 		if _, err := syscall.Wait4(g.PID, &ws, 0, nil); err != syscall.EINTR {
-			return
+			return ws
 		}
 	}
 }

@@ -411,7 +411,7 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	}
 	// No running handoff: the guardian is exiting or dead. Wait for it, so
 	// a failed start provably leaves no guardian behind.
-	pg.g.Wait()
+	ended := pg.g.Wait()
 	if _, err := pg.dir.LoadMonitor(pg.monitorID); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
 		return nil, pg.settleLost(h.Error)
 	}
@@ -435,6 +435,11 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 		return nil, pg.madeErr
 	case tellErr != nil:
 		return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
+	}
+	if ended.Signaled() {
+		// Killed, it said nothing: sending the reader to its stderr sent
+		// them to nothing.
+		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s was killed by %s before the running handoff; what was left of its session was stopped", pg.monitorID, unix.SignalName(ended.Signal()))
 	}
 	return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
 }
