@@ -179,7 +179,11 @@ func From(h Held, offset, maxBytes int64) Window {
 // Last returns the window of at most maxBytes of text that ends where the
 // stream does (before its undecided bytes); h holds LastRange of it.
 func Last(h Held, maxBytes int64) Window {
-	first := h.Size - min(max(maxBytes, 0), h.Size)
+	// Counted back from the end of the decided units: counted from the
+	// stream's end, the bytes held back took room from a character that
+	// fits (abc😀 and a character's first 3 bytes showed nothing in 4).
+	end := h.decidedEnd()
+	first := end - min(max(maxBytes, 0), end)
 	start, decided := h.unitStart(first)
 	if !decided {
 		return Window{Offset: first, NextOffset: first, Cut: first > 0, Undecided: true}
@@ -263,6 +267,22 @@ func (h Held) unitStart(p int64) (start int64, decided bool) {
 		break
 	}
 	return p, true
+}
+
+// decidedEnd returns where the decided units of the stream end: before
+// the 1 to 3 bytes that begin a character not yet whole at the end of a
+// stream that may still grow, else at its end.
+func (h Held) decidedEnd() int64 {
+	for q := h.Size - 1; q >= max(h.Size-(utf8.UTFMax-1), h.Base); q-- {
+		if isContinuation(h.at(q)[0]) {
+			continue
+		}
+		if n, _ := Unit(h.at(q), h.Ended); n == 0 {
+			return q
+		}
+		break
+	}
+	return h.Size
 }
 
 // fill returns the window of whole units from start with at most

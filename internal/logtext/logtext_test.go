@@ -68,7 +68,9 @@ func TestLastEdges(t *testing.T) {
 		{"a bad byte that does not fit is left out", "\xffab", true, 4, "ab", 1},
 		{"a bad byte that fits", "\xffab", true, 5, fffd + "ab", 0},
 		{"bad bytes at the end", "ab\xff\xff", true, 6, fffd + fffd, 2},
-		{"live: the incomplete end is held back", "ab\xf0\x9f\x99", false, 4, "b", 1},
+		{"live: the incomplete end is held back", "ab\xf0\x9f\x99", false, 4, "ab", 0},
+		{"live: the held bytes take no room", "abc\xf0\x9f\x98\x80\xf0\x9f\x98", false, 4, "\U0001F600", 3},
+		{"live: a window of one byte", "ab\xf0\x9f\x99", false, 1, "b", 1},
 		{"ended: it shows", "ab\xf0\x9f\x99", true, 10, "b" + fffd + fffd + fffd, 1},
 	} {
 		w := Last(held(tc.stream, tc.ended), tc.max)
