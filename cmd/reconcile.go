@@ -41,6 +41,9 @@ leaves its session, and end, leaving a process that nothing names.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
+			if c.Flags().Changed("grace") {
+				return errNoGrace()
+			}
 			var req reconcileRequest
 			if len(args) == 1 || name != "" {
 				id, err := oneMonitorArg(env, g, args, name)
@@ -49,6 +52,9 @@ leaves its session, and end, leaving a process that nothing names.`,
 				}
 				req.MonitorID = id
 			} else if err := readRequest(env, c, &req); err != nil {
+				if protocol.AsError(err).Details["field"] == "grace_seconds" {
+					return errNoGrace()
+				}
 				return err
 			}
 			if req.MonitorID == "" {
@@ -66,5 +72,13 @@ leaves its session, and end, leaving a process that nothing names.`,
 		},
 	}
 	addNameFlag(c, env, &name)
+	// Refused with why, for a caller written when reconcile had a grace.
+	c.Flags().String("grace", "", "")
+	c.Flags().MarkHidden("grace")
 	return c
+}
+
+// errNoGrace refuses the grace reconcile once took.
+func errNoGrace() error {
+	return protocol.Errorf(protocol.CodeInvalidRequest, "reconcile takes no grace: with the guardian gone, what is left is stopped, then killed, so that no signal handler runs (see procmon reconcile --help)").With("field", "grace_seconds")
 }
