@@ -174,7 +174,8 @@ func asciiJSON(s string) string {
 // bytesRepr is Python's repr of s encoded as UTF-8 (b'...'), without the
 // quotes, as a program prints a bytes value (http.client's debug output,
 // a logged response body): printable ASCII as itself, a backslash
-// doubled, \t \n \r, and every other byte as \xhh. The escape lanes read
+// doubled, a single quote escaped in a secret that holds both quotes
+// (reprQuote), \t \n \r, and every other byte as \xhh. The escape lanes read
 // \xhh as a code point, as Python's repr of a str means it, so a character
 // beyond ASCII written byte by byte needs this needle of its own.
 func bytesRepr(s string) string {
@@ -200,9 +201,9 @@ func bytesRepr(s string) string {
 	return b.String()
 }
 
-// reprQuote is the quote that Python's repr escapes in s: a single quote
-// when s holds both kinds (it quotes with one, or with a double quote when
-// s holds single quotes only), else none.
+// reprQuote is the quote that Python's repr escapes in s, or 0: repr
+// quotes with single quotes unless s holds single quotes and no double
+// one, so only a single quote in a string that holds both is escaped.
 func reprQuote(s string) byte {
 	if strings.Contains(s, "'") && strings.Contains(s, `"`) {
 		return '\''
