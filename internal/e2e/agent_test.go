@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -174,8 +175,15 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// mcpClient connects an MCP client of the official SDK to procmon mcp.
+// mcpClient connects an MCP client of the official SDK to procmon mcp,
+// whose stderr goes to the test's.
 func mcpClient(t *testing.T, procmon func(args ...string) *exec.Cmd, progress chan<- *mcp.ProgressNotificationParams) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	return mcpClientTo(t, procmon, progress, os.Stderr)
+}
+
+// mcpClientTo is mcpClient with the server's stderr going to stderr.
+func mcpClientTo(t *testing.T, procmon func(args ...string) *exec.Cmd, progress chan<- *mcp.ProgressNotificationParams, stderr io.Writer) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "procmon-test", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -188,7 +196,7 @@ func mcpClient(t *testing.T, procmon func(args ...string) *exec.Cmd, progress ch
 		},
 	})
 	server := procmon("mcp")
-	server.Stderr = os.Stderr
+	server.Stderr = stderr
 	session, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: server}, nil)
 	if err != nil {
 		t.Fatalf("connect to procmon mcp: %v", err)
@@ -419,12 +427,8 @@ func TestAgentMCPServerKilled(t *testing.T) {
 	}
 	go session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command",
 		Arguments: map[string]any{"argv": []string{"sleeper", "under-execute-command"}}})
-	var command []int
-	for deadline := time.Now().Add(patience); len(command) == 0; time.Sleep(10 * time.Millisecond) {
-		if command = pidsWithArgs("sleeper", "under-execute-command"); len(command) == 0 && time.Now().After(deadline) {
-			t.Fatalf("execute_command's command did not start within %v", patience)
-		}
-	}
+	pid, _ := awaitProcess(t, "sleeper", "under-execute-command")
+	command := []int{pid}
 	// The command's custodian (procmon exec) removes its trace from the
 	// state directory after the command is gone: it is waited for too.
 	if st, ok := statOf(command[0]); ok {
@@ -500,13 +504,7 @@ func TestAgentMCPServerStopped(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("no progress notification from a running execute_command")
 	}
-	var command []int
-	for deadline := time.Now().Add(patience); len(command) == 0; time.Sleep(10 * time.Millisecond) {
-		if command = pidsWithArgs("sleeper", "stopped-server"); len(command) == 0 && time.Now().After(deadline) {
-			t.Fatalf("execute_command's command did not start within %v", patience)
-		}
-	}
-	ticks, _ := proc.StartTicks(command[0])
+	command, ticks := awaitProcess(t, "sleeper", "stopped-server")
 	// The client's transport waits for the server once the connection
 	// ends, so the test watches its pid rather than wait for it too.
 	serverTicks, err := proc.StartTicks(server.Process.Pid)
@@ -546,7 +544,7 @@ func TestAgentMCPServerStopped(t *testing.T) {
 	if r := awaitRecordedReceipt(t, stateDir, id, "after its session's server was stopped"); r.Reason != "run_ended" || !r.GroupEmptyVerified {
 		t.Errorf("%s: %+v", id, r)
 	}
-	if !awaitGone(command[0], ticks) {
+	if !awaitGone(command, ticks) {
 		t.Fatalf("execute_command's command outlived its server by %v", patience)
 	}
 	assertNothingLeft(t, stateDir)
@@ -629,40 +627,20 @@ func TestAgentMCPSessionEndReconciles(t *testing.T) {
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	runProcmon(t, procmon, "configure", "--enable")
 	schemas := loadSchemas(t, procmon)
-	client := mcp.NewClient(&mcp.Implementation{Name: "procmon-test", Version: "1"}, nil)
-	server := procmon("mcp")
 	var stderr bytes.Buffer
-	server.Stderr = &stderr
-	session, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: server}, nil)
-	if err != nil {
-		t.Fatalf("connect to procmon mcp: %v", err)
-	}
+	session, server := mcpClientTo(t, procmon, nil, &stderr)
 	defer session.Close()
 	// The member outlives its guardian (the service's leader dies with it).
 	id := callTool(t, session, schemas, "start_process", map[string]any{"argv": []string{"sh", "-c", "sleeper session-member & exec sleeper"}})["monitor_id"].(string)
 	m := recordOf(t, stateDir, id)
-	var member []int
-	for deadline := time.Now().Add(patience); len(member) == 0; time.Sleep(10 * time.Millisecond) {
-		if member = pidsWithArgs("sleeper", "session-member"); len(member) == 0 && time.Now().After(deadline) {
-			t.Fatalf("the service's member did not start within %v", patience)
-		}
-	}
-	ticks, err := proc.StartTicks(member[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if proc.Matches(member[0], ticks) {
-			syscall.Kill(member[0], syscall.SIGKILL)
-		}
-	})
+	member, ticks := awaitProcess(t, "sleeper", "session-member")
 	syscall.Kill(m.GuardianPID, syscall.SIGKILL)
 	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
 		t.Fatalf("guardian %d outlived its SIGKILL", m.GuardianPID)
 	}
 	session.Close()
 	server.Wait()
-	if !awaitGone(member[0], ticks) {
+	if !awaitGone(member, ticks) {
 		t.Fatalf("a member of a monitor whose guardian was killed outlived its session by %v; stderr %q", patience, stderr.String())
 	}
 	r := recordOf(t, stateDir, id).Receipt
@@ -673,6 +651,27 @@ func TestAgentMCPSessionEndReconciles(t *testing.T) {
 		t.Errorf("the server said %q", stderr.String())
 	}
 	assertNothingLeft(t, stateDir)
+}
+
+// awaitProcess waits until a process whose command line is exactly args
+// runs, and returns its pid and start time; should it outlive the test,
+// the test's end kills it.
+func awaitProcess(t *testing.T, args ...string) (int, uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, pid := range pidsWithArgs(args...) {
+			if ticks, err := proc.StartTicks(pid); err == nil {
+				t.Cleanup(func() {
+					if proc.Matches(pid, ticks) {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				})
+				return pid, ticks
+			}
+		}
+	}
+	t.Fatalf("%q did not start within %v", args, patience)
+	return 0, 0
 }
 
 // pidsWithArgs lists the processes whose command line is exactly args.
