@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"procmon/internal/redact"
 	"procmon/internal/state"
 )
 
@@ -134,15 +136,30 @@ func (o *outputCopier) run() {
 
 // take counts redacted output p as captured and writes what of it fits
 // under the capture limit, kept bytes being stored or lost before it; it
-// returns the new count. The count and the limit are of redacted bytes, a
-// credential counting as its marker: counted before redaction, they told
-// how long a redacted secret was (the captured count, and where the cap
-// cut the text). Past the limit the output is still redacted, to be
-// counted, while the drain stops the service.
+// returns the new count, the limit once the cap is hit. The count and the
+// limit are of redacted bytes, a credential counting as its marker:
+// counted before redaction, they told how long a redacted secret was (the
+// captured count, and where the cap cut the text). Past the limit the
+// output is still redacted, to be counted, while the drain stops the
+// service.
 func (o *outputCopier) take(p []byte, kept int64) int64 {
 	o.captured.Add(int64(len(p)))
-	if o.limit >= 0 && kept+int64(len(p)) > o.limit {
-		p = p[:max(o.limit-kept, 0)]
+	next := kept + int64(len(p))
+	if o.limit >= 0 && next > o.limit {
+		n := max(o.limit-kept, 0)
+		// A cut inside a marker would store a fragment such as "[REDA",
+		// which reads as no marker: the cut goes before it, a few bytes
+		// under the limit. The filter writes each marker whole into one
+		// p, so a marker the cut splits is in p[lo:hi].
+		lo := max(n-int64(len(redact.Marker))+1, 0)
+		hi := min(n+int64(len(redact.Marker))-1, int64(len(p)))
+		if i := bytes.Index(p[lo:hi], []byte(redact.Marker)); i >= 0 {
+			n = lo + int64(i)
+		}
+		p = p[:n]
+		// The stored output ends at the cut: kept counts up to the limit,
+		// so no later bytes fill what the marker left free.
+		next = o.limit
 		o.capOnce.Do(func() { close(o.capHit) })
 	}
 	if o.store != nil {
@@ -150,7 +167,7 @@ func (o *outputCopier) take(p []byte, kept int64) int64 {
 	} else {
 		o.write(p)
 	}
-	return kept + int64(len(p))
+	return next
 }
 
 // write appends to the log. After the first failure nothing more is

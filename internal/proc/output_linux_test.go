@@ -152,3 +152,78 @@ func TestOutputMarksTimes(t *testing.T) {
 		t.Errorf("since just after the second write: %d (%v, %v), want 18", off, ok, err)
 	}
 }
+
+// The cap never cuts a marker: a cut that would fall inside one goes
+// before it, so the stored output never ends in a fragment such as
+// "[REDA"; a limit at a marker's start or end cuts nothing of it. Once
+// cut, no later output fills the bytes the marker left under the limit.
+func TestOutputCapNeverSplitsMarker(t *testing.T) {
+	const before = "0123456789" // the marker takes bytes 10 to 19
+	m := int64(len(before))
+	for _, tc := range []struct {
+		limit int64
+		want  string
+	}{
+		{m, before},     // at the marker's start
+		{m + 1, before}, // inside it
+		{m + 4, before},
+		{m + int64(len(redact.Marker)) - 1, before},
+		{m + int64(len(redact.Marker)), before + redact.Marker}, // at its end
+		{m + int64(len(redact.Marker)) + 1, before + redact.Marker + "t"},
+	} {
+		// Both in one take, and with the output before the marker taken
+		// first.
+		for _, split := range []bool{false, true} {
+			limit := tc.limit
+			o := newTestCopier(t, &limit)
+			var stored []byte
+			o.store = func(p []byte) { stored = append(stored, p...) }
+			var kept int64
+			if split {
+				kept = o.take([]byte(before[:4]), kept)
+				kept = o.take(o.filter.Flush(o.filter.Redact(nil, []byte(before[4:]+"hunter2hunter2tail"))), kept)
+			} else {
+				kept = o.take(o.filter.Flush(o.filter.Redact(nil, []byte(before+"hunter2hunter2tail"))), kept)
+			}
+			o.take([]byte("more"), kept)
+			if string(stored) != tc.want {
+				t.Errorf("limit %d (split %v): stored %q, want %q", limit, split, stored, tc.want)
+			}
+			select {
+			case <-o.capHit:
+			default:
+				t.Errorf("limit %d (split %v): capture passed the limit without signalling it", limit, split)
+			}
+			if want := int64(len(before+redact.Marker+"tail more")) - 1; o.captured.Load() != want {
+				t.Errorf("limit %d (split %v): captured %d, want %d", limit, split, o.captured.Load(), want)
+			}
+		}
+	}
+}
+
+// Through the pipe and into output.log: a secret that straddles the
+// limit leaves the log ending just before its marker, and the log's
+// count says so.
+func TestOutputCapLogEndsBeforeMarker(t *testing.T) {
+	limit := int64(1004)
+	o := newTestCopier(t, &limit)
+	go o.run()
+	before := strings.Repeat("abcdefghi\n", 100)
+	o.writeEnd.WriteString(before + "hunter2hunter2\n" + strings.Repeat("x", 5000))
+	o.writeEnd.Close()
+	o.writeEnd = nil
+	awaitDone(t, o)
+	o.finish(true)
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(o.log.Name()), state.LogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != before {
+		t.Fatalf("log ends %q, want it to end before the marker", data[max(len(data)-12, 0):])
+	}
+	var m state.Monitor
+	o.snapshot(&m)
+	if m.LogBytes != int64(len(before)) || m.CapturedBytes != int64(len(before)+len(redact.Marker)+1+5000) {
+		t.Fatalf("log bytes %d, captured %d", m.LogBytes, m.CapturedBytes)
+	}
+}
