@@ -59,7 +59,9 @@ What each setting does:
                                for none
   max_output_bytes             output a service may print; past it the service
                                is stopped (output_limit) and the log keeps the
-                               first max_output_bytes; null for no limit
+                               first max_output_bytes (a few fewer when the cut
+                               would split a [REDACTED] marker: it ends before
+                               it); null for no limit
   command_limit                how many services a run may start (each start
                                uses one, never given back); null for no limit
   secret_env (optional)        names of environment variables whose values are
