@@ -89,3 +89,56 @@ func fields(r gjson.Result, names ...string) string {
 	}
 	return b.String()
 }
+
+// TestCapEndsBeforeMarker runs output whose secret's marker straddles
+// max_output_bytes, through exec and through a monitor: the stored text
+// ends just before the marker, never in a piece of it such as "[REDA",
+// and is still counted as cut by the cap.
+func TestCapEndsBeforeMarker(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	configure := procmon("configure")
+	configure.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
+		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
+		"max_output_bytes": 600, "command_limit": 20}}`)
+	if out, err := configure.CombinedOutput(); err != nil {
+		t.Fatalf("configure: %v %s", err, out)
+	}
+	// 595 bytes of printer's pattern, then the secret (its marker takes
+	// bytes 595 to 604), then more; the service stays until the cap
+	// drains it. How much of the rest is read before the drain varies:
+	// the captured count is at least what passed the cap.
+	request := `{"request": {"argv": ["sh", "-c", "printer -bytes 595; printer -env API_TOKEN; exec printer -stay -bytes 1000"],
+		"env": {"API_TOKEN": "s3cretXY"}}}`
+	want := strings.Repeat("0123456789abcdef", 63)[:595]
+	check := func(cmd string, r gjson.Result) {
+		t.Helper()
+		if r.Get("text").String() != want || r.Get("stream_bytes").Int() != 595 ||
+			r.Get("captured_bytes").Int() < 606 || r.Get("truncation").Raw != `["capture_limit"]` {
+			t.Errorf("%s answered %s", cmd, r.Raw)
+		}
+	}
+
+	ex := procmon("exec")
+	ex.Stdin = strings.NewReader(request)
+	out, _ := ex.Output()
+	r := gjson.ParseBytes(out)
+	if r.Get("status").String() != "output_limit" || !r.Get("group_empty_verified").Bool() {
+		t.Errorf("exec answered %s", out)
+	}
+	check("exec", r)
+
+	st := procmon("start")
+	st.Stdin = strings.NewReader(request)
+	id := startedID(t, runProcmonCmd(t, st))
+	w := procmon("wait")
+	w.Stdin = strings.NewReader(`{"request": {"monitor_id": "` + id + `", "condition": {"kind": "exit"}, "timeout_seconds": 60}}`)
+	runProcmonCmd(t, w)
+	s := gjson.ParseBytes(runProcmon(t, procmon, "status", id))
+	if s.Get("status").String() != "output_limit" || !s.Get("receipt.group_empty_verified").Bool() || s.Get("log_bytes").Int() != 595 {
+		t.Errorf("status answered %s", s.Raw)
+	}
+	check("logs", gjson.ParseBytes(runProcmon(t, procmon, "logs", id)))
+	assertNothingLeft(t, stateDir)
+}
