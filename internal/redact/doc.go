@@ -44,14 +44,20 @@
 //     when a key or certificate is reindented or rejoined;
 //   - a doubled quote, of SQL literals, YAML's single-quoted scalars and
 //     CSV fields (a quote inside is written twice), for a secret that
-//     holds a quote.
+//     holds a quote;
+//   - wrapped base64: a line break inside base64 text stands for
+//     nothing. Base64 is wrapped at 76 characters (base64, MIME) or 64
+//     (openssl, PEM), so a base64 form in a longer blob may cross a line.
+//     A break counts only after 64 base64 characters in a row, so that an
+//     ordinary line is never held back at its end.
 //
 // Each family is a lane of the stream that decodes its escapes and feeds
 // what they stand for to the same automaton, so this is still one pass
 // with one automaton (lane.go). A family is one table; adding one adds a
 // lane, which costs nothing while the text has none of its escapes.
 // Every form of [Forms] is a needle of every lane (a base64 form, of the
-// percent lanes: no other family rewrites base64's alphabet), so an
+// percent lanes, since no other family rewrites base64's alphabet, and of
+// the wrap lane, which reports base64 forms only), so an
 // escaping nested in another (a JSON string percent-encoded or
 // HTML-escaped, a URL's path-escaped password in Go's JSON, a base64 form
 // in a URL query) or in itself (JSON in JSON, percent-encoding twice) is

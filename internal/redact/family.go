@@ -53,6 +53,17 @@ type family struct {
 	// byteSlots: the family spells bytes, not characters (percent-encoding
 	// writes each byte of a character's UTF-8 on its own).
 	byteSlots bool
+	// base64Only: the family rewrites nothing but base64 text, so its lane
+	// reports the base64 forms alone.
+	base64Only bool
+	// after, when set, is a class that the afterLen bytes before an escape
+	// must all be of for it to be one.
+	after    *[256]bool
+	afterLen int
+	// bare: an escape's prefix stands for nothing, and what it stands for
+	// comes from its last byte alone, which a redacted span then begins
+	// at.
+	bare bool
 	// needed reports whether the lane is worth running for a set of
 	// secrets: a family whose spellings every secret has always is.
 	needed func(secrets []string) bool
@@ -187,8 +198,32 @@ func quoteFamily(q byte) family {
 	}
 }
 
+// wrapFamily reads a line break inside base64 text as nothing: base64 is
+// wrapped at 76 characters a line (GNU base64, MIME, Python's
+// encodebytes, Java's MIME encoder) or 64 (openssl, PEM), so a secret's
+// base64 form inside a longer blob may cross a line break. A break counts
+// only after 64 base64 characters in a row: read after any line, it held
+// back the last characters of every line that might begin a base64 form,
+// and the line break, until the next line came (a service that prints
+// "listening on :8000" and waits would have shown "listening on :80").
+// The break stands for nothing, so a form that begins on the next line
+// is redacted from its first character, not from the break.
+var wrapFamily = family{
+	name:       "wrap",
+	escapes:    []escape{{prefix: "\n", ident: classBase64}, {prefix: "\r\n", ident: classBase64}},
+	byteSlots:  true,
+	base64Only: true,
+	after:      classBase64,
+	afterLen:   64,
+	bare:       true,
+	needed:     always,
+}
+
+// classBase64 is the alphabet of base64 and base64url, with the padding.
+var classBase64 = class("A-Za-z0-9+/=_-")
+
 // families lists every family; the whitespace family comes first.
-var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily, &singleQuoteFamily, &doubleQuoteFamily}
+var families = []*family{&whitespaceFamily, &backslashFamily, &percentFamily, &percentPathFamily, &entityFamily, &singleQuoteFamily, &doubleQuoteFamily, &wrapFamily}
 
 // collapse rewrites every run of whitespace in s as one '\n' and trims it.
 func collapse(s string) string {
@@ -703,10 +738,15 @@ func spelledGrams(pats []pattern, lanes []laneSpec) spelledSet {
 	}
 	for _, p := range pats {
 		for li, ls := range lanes {
-			if ls.kind == laneSpace && !p.space || ls.kind == laneEscape && !p.esc && !(p.pct && ls.fam.byteSlots) {
+			if !ls.reports(p) {
 				continue
 			}
 			slots := ls.fam.slots(p.text, needleStride+2, caches[li])
+			if ls.fam.bare && len(slots) > 0 {
+				// A match that a bare escape begins begins after its
+				// prefix, where the character stands as itself.
+				slots[0].spell = slots[0].spell[:1]
+			}
 			memo.reset()
 			out.prefixes = append(out.prefixes, prefixesFrom(slots, 0, 4, false, memo)...)
 			for o := 0; o < needleStride; o++ {

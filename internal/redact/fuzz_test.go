@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
 	"html"
 	"maps"
 	"math/rand/v2"
@@ -50,7 +51,11 @@ func fuzzPieces() []string {
 		for _, f := range forms {
 			p = append(p, f, f[:len(f)/2], f[len(f)/2:])
 		}
+		// Inside a base64 blob wrapped across the secret's form.
+		w := wrapLines(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("z", 60)+s)), 64, "\n")
+		p = append(p, w, w[:len(w)/2], w[len(w)/2:])
 	}
+	p = append(p, strings.Repeat("QUJD", 16), "\n"+strings.Repeat("QUJD", 16)+"\r\n")
 	p = append(p, escFilling...)
 	p = append(p, "  \t", "\r\n", "\\u", "%4", "&#x", "&#0", ";", "\\ud83d\\udd11", "+")
 	p = append(p,

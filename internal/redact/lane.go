@@ -116,10 +116,50 @@ func holdFlag(sp *laneSpec) uint32 {
 	switch {
 	case sp.kind == laneSpace:
 		return flagSpaceHolding
+	case sp.fam.base64Only:
+		return flagPctHolding
 	case sp.fam.byteSlots:
 		return flagEscHolding | flagPctHolding
 	}
 	return flagEscHolding
+}
+
+// reports says whether the lane reports needle p: those whose prefixes
+// carry its holdFlag.
+func (sp *laneSpec) reports(p pattern) bool {
+	switch {
+	case sp.kind == laneSpace:
+		return p.space
+	case sp.fam.base64Only:
+		return p.pct
+	}
+	return p.esc || p.pct && sp.fam.byteSlots
+}
+
+// opens reports whether an escape of the lane's family may begin at raw
+// position j, given the bytes before it (family.after). They are always
+// at hand: j is a byte of the caller's, and rawAt reaches 64 bytes before
+// those.
+func (l *lane) opens(s *Stream, j int64) bool {
+	f := l.fam
+	if f.after == nil {
+		return true
+	}
+	from := j - int64(f.afterLen)
+	if from >= s.curBase {
+		for _, b := range s.cur[from-s.curBase : j-s.curBase] {
+			if !f.after[b] {
+				return false
+			}
+		}
+		return true
+	}
+	for k := from; k < j; k++ {
+		if b, ok := s.rawAt(k); !ok || !f.after[b] {
+			return false
+		}
+	}
+	return true
 }
 
 // stepLanes feeds raw byte p[t], at position j, to every lane that is
@@ -140,6 +180,9 @@ func (s *Stream) stepLanes(p []byte, t int, j int64, prev, cur int32) {
 			continue // it ran ahead
 		}
 		if !l.detached {
+			if !l.opens(s, j) {
+				continue // b stands for itself here, as in the raw scan
+			}
 			s.detach(l, prev, j)
 		}
 		if l.kind == laneEscape {
@@ -197,7 +240,7 @@ func (l *lane) feed(s *Stream, b byte, j int64, live bool) {
 		}
 		return
 	}
-	if l.escLen == 0 && !l.intro[b] {
+	if l.escLen == 0 && (!l.intro[b] || !l.opens(s, j)) {
 		if live {
 			l.emit(s, b, j, j+1, false)
 		}
@@ -226,9 +269,13 @@ func (l *lane) feed(s *Stream, b byte, j int64, live bool) {
 		}
 	case escDone:
 		l.escLen = 0
+		from := l.escStart
+		if f.bare {
+			from = j
+		}
 		if live {
 			for _, c := range out {
-				l.emit(s, c, l.escStart, j+1, true)
+				l.emit(s, c, from, j+1, true)
 			}
 		}
 		return
@@ -262,12 +309,16 @@ func (l *lane) emit(s *Stream, c byte, from, to int64, escaped bool) {
 	l.state = a.next(l.state, c)
 	if k := a.states[l.state].info >> outShift; k != 0 {
 		out := &a.outs[k-1]
-		m := out.esc
-		switch {
-		case l.kind == laneSpace:
+		var m int32
+		switch l.flag {
+		case flagEscHolding:
+			m = out.esc
+		case flagEscHolding | flagPctHolding:
+			m = max(out.esc, out.pct)
+		case flagPctHolding:
+			m = out.pct
+		case flagSpaceHolding:
 			m = out.space
-		case l.flag&flagPctHolding != 0:
-			m = max(m, out.pct)
 		}
 		if m > 0 {
 			s.addInterval(l.ring[(l.k-int64(m))&mask], to)
@@ -542,7 +593,7 @@ func (s *Stream) runAhead(l *lane, p []byte, t int) {
 // the backslash ones from 56 to 67 (percent escapes, three bytes long,
 // gained nothing measurable).
 func (l *lane) decodeAt(s *Stream, p []byte, t int) int {
-	if l.escLen == 0 && !l.intro[p[t]] || l.fam.run != nil {
+	if l.escLen == 0 && (!l.intro[p[t]] || !l.opens(s, s.curBase+int64(t))) || l.fam.run != nil {
 		return 0
 	}
 	var buf [maxEscape]byte
@@ -569,6 +620,9 @@ func (l *lane) decodeAt(s *Stream, p []byte, t int) int {
 		start = l.escStart
 	}
 	end := s.curBase + int64(t+n-k)
+	if l.fam.bare {
+		start = end - 1
+	}
 	l.escLen = 0
 	for _, c := range dec {
 		l.emit(s, c, start, end, true)
