@@ -107,6 +107,48 @@ func (c *Command) check() error {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
 		}
 	}
+	return c.checkSize()
+}
+
+// maxArgLen is the longest string execve passes, its NUL counted
+// (MAX_ARG_STRLEN).
+const maxArgLen = 32 * 4096
+
+// checkSize refuses a command that execve would refuse as an argument
+// list too long (E2BIG): a string of maxArgLen bytes or more, or strings
+// and their pointers past the kernel's limit, a quarter of the stack's
+// (at most 6 MiB, at least maxArgLen). Found at exec, it cost the slot
+// the command took. The count leaves out what the kernel adds (the
+// program's path, a script's interpreter), so it refuses nothing that
+// execve would run.
+func (c *Command) checkSize() error {
+	for i, a := range c.Argv {
+		if len(a)+1 > maxArgLen {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] is %d bytes; execve passes at most %d bytes in one argument`, i, len(a), maxArgLen-1).With("field", "argv")
+		}
+	}
+	for k, v := range c.Env {
+		if n := len(k) + 1 + len(v); n+1 > maxArgLen {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %s=... is %d bytes; execve passes at most %d bytes in one variable`, k, n, maxArgLen-1).With("field", "env")
+		}
+	}
+	limit := uint64(6 << 20)
+	var stack unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_STACK, &stack) == nil && stack.Cur != unix.RLIM_INFINITY {
+		limit = min(limit, stack.Cur/4)
+	}
+	limit = max(limit, maxArgLen)
+	env := c.Environ()
+	size := uint64(len(c.Argv)+len(env)) * 8
+	for _, a := range c.Argv {
+		size += uint64(len(a)) + 1
+	}
+	for _, kv := range env {
+		size += uint64(len(kv)) + 1
+	}
+	if size > limit {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `fields "argv" and "env": the arguments and environment are %d bytes; execve passes at most %d here (a quarter of the stack limit)`, size, limit).With("field", "argv")
+	}
 	return nil
 }
 

@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// TestTooLongArgumentUsesNoSlot: a start or an exec with an argument that
+// execve would refuse as too long is invalid_request (exit 2) naming
+// argv, before it takes a slot; the next command takes the first one.
+func TestTooLongArgumentUsesNoSlot(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	body, err := json.Marshal(map[string]any{"request": map[string]any{"argv": []string{"printer", strings.Repeat("a", 128<<10)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"start", "exec"} {
+		c := procmon(cmd)
+		c.Stdin = strings.NewReader(string(body))
+		out, err := c.Output()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 ||
+			gjson.GetBytes(out, "error.code").String() != "invalid_request" || gjson.GetBytes(out, "error.details.field").String() != "argv" {
+			t.Fatalf("%s answered %v: %s", cmd, err, out)
+		}
+	}
+	out := runProcmon(t, procmon, "exec", "--", "printer", "ok")
+	if n := gjson.GetBytes(out, "command_ordinal").Int(); n != 1 || gjson.GetBytes(out, "status").String() != "exited" {
+		t.Fatalf("the next exec answered %s; want the first slot", out)
+	}
+	assertNothingLeft(t, stateDir)
+}
