@@ -71,8 +71,27 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		}
 		stored.Phase = state.PhaseTerminal
 		stored.Receipt = r
+		settleCounts(dir, stored)
 		return nil
 	})
+}
+
+// settleCounts brings the output counts of a monitor whose guardian is
+// gone up to its log: the record has the counts of the guardian's last
+// save, and what it wrote since is in the log, which logs shows. Without
+// this, status said "0 B captured" of a monitor whose logs showed its
+// output. What the guardian captured past the log since (past the cap)
+// is not known.
+func settleCounts(dir *state.Dir, m *state.Monitor) {
+	f, err := dir.OpenLog(m)
+	if err != nil {
+		return // logs refuses it too, and says why
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		m.LogBytes = max(m.LogBytes, fi.Size())
+		m.CapturedBytes = max(m.CapturedBytes, m.LogBytes+m.LogBytesLost)
+	}
 }
 
 // waitGone waits until none of the members is alive or the deadline
