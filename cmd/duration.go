@@ -59,6 +59,10 @@ func parseSeconds(s string) (int64, error) {
 	// The flag's error quotes the value; these say what is wrong with it.
 	d, err := time.ParseDuration(s)
 	if err != nil {
+		if _, ferr := strconv.ParseFloat(s, 64); ferr == nil {
+			// A number that is not whole (1.5, 1e3): no unit is missing.
+			return 0, fmt.Errorf("a plain number is whole seconds (like 90); give a fraction with a unit (like 1.5m)")
+		}
 		if strings.HasPrefix(err.Error(), "time: unknown unit") || strings.HasPrefix(err.Error(), "time: missing unit") {
 			return 0, fmt.Errorf("unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds")
 		}

@@ -33,6 +33,9 @@ func TestParseSeconds(t *testing.T) {
 		"1.5s":   "not a whole number of seconds",
 		"1500ms": "not a whole number of seconds",
 		"5x":     "unknown unit",
+		"1.5":    "a plain number is whole seconds (like 90); give a fraction with a unit (like 1.5m)",
+		"1e3":    "a plain number is whole seconds",
+		"2.5.5s": "unknown unit",
 		"soon":   "not a duration",
 		// Well formed, past what a Go duration holds.
 		"2562048h": "over the limit of 3153600000 seconds (a hundred years)",
