@@ -80,7 +80,8 @@ before any slot is taken.
 
 Ctrl-C, Ctrl-\, SIGTERM or SIGHUP drains the command's group and ends with the
 error wait_interrupted (exit status 130) whose details.result is the
-result so far (status cancelled, reason interrupted).
+result so far (status cancelled, reason interrupted). On a terminal the
+result so far is shown as a finished command's is, then the error.
 
 procmon exec exits 0 once it has written the result, whatever the command
 did, unless --check is given: then it exits 6 unless the command exited
@@ -117,6 +118,9 @@ procmon exec --check -- make test && deploy.`,
 			if err != nil {
 				return err
 			}
+			if resp.Reason == proc.ExecInterrupted {
+				return interruptedExec(env, g, resp)
+			}
 			if check && (resp.Status != state.StatusExited || resp.ExitCode == nil || *resp.ExitCode != 0) {
 				g.exitStatus = exitNotSatisfied
 			}
@@ -134,8 +138,8 @@ procmon exec --check -- make test && deploy.`,
 }
 
 // runExec runs the command (see proc.Execute) and shapes its result.
-// Interrupted (ctx done), it still reports what the drained command did,
-// in the error's details.
+// Interrupted (ctx done), it returns what the drained command did, with
+// reason proc.ExecInterrupted: see interruptedExec.
 func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execResponse, error) {
 	if err := checkExecRequest(&req); err != nil {
 		return nil, err
@@ -202,11 +206,24 @@ func runExec(ctx context.Context, env *Env, g *globals, req execRequest) (*execR
 		resp.Truncation = append(resp.Truncation, state.TruncOutputUndrained)
 	}
 	resp.OutputTruncated = len(resp.Truncation) > 0
-	if res.Receipt.Reason == proc.ExecInterrupted {
-		return nil, protocol.Errorf(protocol.CodeWaitInterrupted, "exec of %s was interrupted: its group was drained (details.result has what it did)", resp.Argv[0]).
-			With("command_ordinal", ordinal).With("result", resp)
-	}
 	return resp, nil
+}
+
+// interruptedExec answers an exec whose caller was interrupted: the error
+// wait_interrupted, whose details.result is what the drained command did.
+// A person cannot see details: they are shown the result as a finished
+// exec's (its output so far, how it ended, the receipt), and then the
+// error, whose message says nothing of details.
+func interruptedExec(env *Env, g *globals, resp *execResponse) error {
+	what := " (details.result has what it did)"
+	if g.human {
+		// Shown or not (a closed stdout), the error says what became
+		// of the command.
+		render(env, g, resp)
+		what = ""
+	}
+	return protocol.Errorf(protocol.CodeWaitInterrupted, "exec of %s was interrupted: its group was drained%s", resp.Argv[0], what).
+		With("command_ordinal", resp.CommandOrdinal).With("result", resp)
 }
 
 // checkExecRequest refuses, before a slot is taken, what the request's
