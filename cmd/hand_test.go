@@ -431,3 +431,72 @@ func TestConfigureHelpShowsTheExample(t *testing.T) {
 		t.Errorf("configure --help shows %s; --enable stores %s", got, want)
 	}
 }
+
+// TestEmptyListSaysMonitorsAreDisabled: while monitors are disabled, an
+// empty list on a terminal says so, with the advice a start's refusal
+// gives (the command that enables them, or a new run for a run made while
+// they were off), instead of advising a start that would be refused. The
+// JSON is the empty listing, as before.
+func TestEmptyListSaysMonitorsAreDisabled(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	// lastLine is the line the view ends with, under the table's header.
+	lastLine := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if status := Run(append([]string{"list", "-o", "text"}, args...), testEnv(dir, &out, &errOut)); status != 0 {
+			t.Fatalf("list -o text %v: exit %d %s %s", args, status, out.String(), errOut.String())
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		return lines[len(lines)-1]
+	}
+	// startRefusal is what a start in the run is refused with, which the
+	// view must say in its own words; nothing is started.
+	startRefusal := func(args ...string) string {
+		t.Helper()
+		status, resp, raw := runIn(t, dir, "", append([]string{"start"}, append(args, "--", "sleep", "1")...)...)
+		if errorCode(resp) != "monitors_disabled" || status != 3 {
+			t.Fatalf("start %v: exit %d %s; want monitors_disabled", args, status, raw)
+		}
+		return resp["error"].(map[string]any)["message"].(string)
+	}
+	checkView := func(why, run string, refusal, advice string) {
+		t.Helper()
+		if !strings.HasSuffix(refusal, advice) {
+			t.Fatalf("%s: start says %q, want its advice %q", why, refusal, advice)
+		}
+		args := []string{"--run", run}
+		for _, list := range [][]string{args, append(args, "--all-runs")} {
+			if got, want := lastLine(list...), "no monitors: "+refusal; got != want {
+				t.Errorf("%s: list %v shows %q, want %q", why, list, got, want)
+			}
+		}
+		want := `{"run_id":"` + run + `","monitors":[]}` + "\n"
+		if status, _, raw := runIn(t, dir, "", append([]string{"list"}, args...)...); status != 0 || raw != want {
+			t.Errorf("%s: list %v answered exit %d %s, want %s", why, args, status, raw, want)
+		}
+	}
+
+	enable := "enable them with: procmon configure --enable"
+	checkView("never configured", state.DefaultRun, startRefusal(), enable)
+	off := `{"sandbox": {"mode": "host", "process_monitor": false}}`
+	if status, _, raw := runIn(t, dir, off, "configure"); status != 0 {
+		t.Fatalf("configure off: exit %d %s", status, raw)
+	}
+	checkView("configured off", state.DefaultRun, startRefusal(), enable)
+	// A run made while they were off keeps them off, whatever is stored
+	// later.
+	status, resp, raw := runIn(t, dir, "", "run", "new")
+	if status != 0 {
+		t.Fatalf("run new: exit %d %s", status, raw)
+	}
+	frozen := resp["run_id"].(string)
+	if status, _, raw := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: exit %d %s", status, raw)
+	}
+	checkView("run made while off", frozen, startRefusal("--run", frozen), "create a new run with procmon run new, and select it with --run ID or PROCMON_RUN=ID")
+
+	// Enabled, an empty list still advises a start.
+	if got, want := lastLine(), "no monitors; start one with: procmon start COMMAND [ARGS...]"; got != want {
+		t.Errorf("enabled: list shows %q, want %q", got, want)
+	}
+}

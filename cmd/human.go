@@ -415,7 +415,12 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse, widt
 		t.add(cells, paint)
 	}
 	t.write(b, width)
-	if len(r.Monitors) == 0 {
+	switch {
+	case len(r.Monitors) > 0:
+	case r.monitorsOff != "":
+		// Not a start, which would be refused: what enables one.
+		fmt.Fprintf(b, "%s\n", p.dim("no monitors: "+r.monitorsOff))
+	default:
 		fmt.Fprintf(b, "%s\n", p.dim("no monitors; start one with: procmon start COMMAND [ARGS...]"))
 	}
 }
