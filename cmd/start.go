@@ -173,7 +173,7 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	signal.Stop(interrupts)
 	select {
 	case <-interrupts:
-		return nil, drainInterrupted(dir, m)
+		return nil, drainInterrupted(dir, m, g.human)
 	default:
 	}
 	return &startResponse{
@@ -194,8 +194,9 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 
 // drainInterrupted drains a monitor whose start was interrupted after
 // its handoff, and answers as an interrupted exec does: wait_interrupted,
-// with the receipt as the result.
-func drainInterrupted(dir *state.Dir, m *state.Monitor) error {
+// with the receipt as the result. A person, who sees no details, is told
+// where the receipt is shown.
+func drainInterrupted(dir *state.Dir, m *state.Monitor, human bool) error {
 	o, err := proc.Observe(dir, m.MonitorID)
 	if err == nil {
 		o, err = proc.CancelObserved(dir, o, proc.DefaultDrainGraceMs, proc.ExecInterrupted)
@@ -208,7 +209,11 @@ func drainInterrupted(dir *state.Dir, m *state.Monitor) error {
 		return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted after its handoff, and draining %s failed: %v; stop it with: %s", m.Argv[0], m.MonitorID, err, next).
 			With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal)
 	}
-	return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted: %s was drained (details.result has its receipt)", m.Argv[0], m.MonitorID).
+	where := "details.result has its receipt"
+	if human {
+		where = "procmon status " + m.MonitorID + " shows its receipt"
+	}
+	return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted: %s was drained (%s)", m.Argv[0], m.MonitorID, where).
 		With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal).With("result", receiptOf(o))
 }
 
