@@ -33,7 +33,18 @@ func execSpec(script string) ExecSpec {
 // command's group is gone and the test process has no child at all.
 func runExec(t *testing.T, ctx context.Context, spec ExecSpec) *ExecResult {
 	t.Helper()
-	res, err := Exec(ctx, spec)
+	p, err := PrepareExec(spec)
+	if err != nil {
+		t.Fatalf("PrepareExec: %v", err)
+	}
+	return runPrepared(t, ctx, p)
+}
+
+// runPrepared runs p as runExec runs its spec (Exec is PrepareExec and
+// Run), for a test that changes what PrepareExec made.
+func runPrepared(t *testing.T, ctx context.Context, p *PreparedExec) *ExecResult {
+	t.Helper()
+	res, err := p.Run(ctx)
 	if err != nil {
 		t.Fatalf("Exec: %v", err)
 	}
