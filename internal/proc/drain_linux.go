@@ -134,9 +134,36 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 		r.OutputDrained = true
 	case <-time.After(bound):
 	}
+	capOverridesExit(r, g.out)
 	g.out.finish(r.OutputDrained)
 	r.FinishedAtMs = nowMs()
 	return r
+}
+
+// capOverridesExit makes r output_limit where it says that the command
+// ended by itself (exited) but its output passed the capture cap, so that
+// exited always means an output the cap did not cut. The output passed
+// the cap as the command wrote it, before it exited; the copier reads it
+// only later, and which of the cap and the exit the custodian's loop
+// takes first is the scheduler's choice (a select takes either when both
+// are ready): decided there, the same command would be exited one time
+// and output_limit the next, as a monitor and as an exec alike. Called
+// once the drain has read the pipe to its end, when the capture is whole,
+// it rests on the capture alone; what a descendant writes after the
+// child's exit, until the drain stops it, counts too. A drain for another
+// reason (cancel, deadline, run end, owner exit, ...) keeps its status:
+// custody ended for it, whatever the output did meanwhile. Where the pipe
+// was not read to its end (a process outside the command holds it), what
+// was read decides.
+func capOverridesExit(r *state.Receipt, o *outputCopier) {
+	if r.Status != state.StatusExited {
+		return
+	}
+	select {
+	case <-o.capHit:
+		r.Status, r.Reason = state.StatusOutputLimit, "output_limit"
+	default:
+	}
 }
 
 // verifyEmpty reaps every child left and proves that nothing is: no

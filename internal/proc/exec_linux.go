@@ -280,6 +280,9 @@ loop:
 		// is the text, which leaves out whatever was not (Undrained).
 		out.pipe.Close()
 		<-out.done
+		// What the copier read since the drain gave up on the pipe
+		// counts against the cap as well.
+		capOverridesExit(res.Receipt, out)
 	}
 
 	res.CapturedBytes = out.captured.Load()

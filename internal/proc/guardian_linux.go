@@ -687,7 +687,9 @@ loop:
 
 // exitRaced returns cause, unless the child's exit raced with it: the
 // exit then decides how the child ended (a deadline or the output cap
-// still name why custody ended).
+// still name why custody ended). An exit that raced with the cap, or was
+// taken ahead of it, ends as output_limit all the same once the drain has
+// read the output (see capOverridesExit).
 func (g *guardian) exitRaced(cause drainCause) drainCause {
 	if g.exit != nil {
 		return cause
