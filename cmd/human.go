@@ -31,17 +31,18 @@ const (
 )
 
 // chooseFormat decides, once per command line, whether the answer is for
-// a person. -o/--format and --json force it; otherwise a terminal on
-// stdout means a person.
+// a person. -o/--format, --json and --pretty (which asks for JSON) force
+// it; otherwise a terminal on stdout means a person.
 func chooseFormat(env *Env, g *globals) error {
 	switch g.format {
 	case "":
-		g.human = env.StdoutIsTerminal && !g.json
+		g.human = env.StdoutIsTerminal && !g.json && !g.pretty
 	case formatJSON:
 		g.human = false
 	case formatText, "table":
-		if g.json {
-			return protocol.Errorf(protocol.CodeInvalidRequest, "--json and -o %s contradict each other; give one", g.format).With("field", "format")
+		if g.json || g.pretty {
+			flag := map[bool]string{true: "--json", false: "--pretty"}[g.json]
+			return protocol.Errorf(protocol.CodeInvalidRequest, "%s and -o %s contradict each other; give one", flag, g.format).With("field", "format")
 		}
 		g.human = true
 	default:

@@ -164,7 +164,7 @@ Start with: procmon configure --enable`,
 		SilenceUsage:      true,
 		PersistentPreRunE: func(*cobra.Command, []string) error { return chooseFormat(env, g) },
 	}
-	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response")
+	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response (printed on a terminal too)")
 	root.PersistentFlags().StringVar(&g.run, "run", "", "run id to act in (default $PROCMON_RUN, else \"default\")")
 	root.PersistentFlags().StringVarP(&g.format, "format", "o", "", "json or text (default: text on a terminal, else json)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print the JSON response even on a terminal (same as -o json)")
