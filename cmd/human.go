@@ -363,11 +363,15 @@ func receiptSummary(r state.Receipt) string {
 }
 
 func viewReceipt(b *strings.Builder, p palette, r receiptView) {
+	who := p.bold(r.MonitorID)
+	if r.name != "" {
+		who = p.bold(nameText(r.name)) + " " + r.MonitorID
+	}
 	if r.Receipt == nil {
-		fmt.Fprintf(b, "%s  no receipt\n", r.MonitorID)
+		fmt.Fprintf(b, "%s  no receipt\n", who)
 		return
 	}
-	fmt.Fprintf(b, "%s  %s\n", p.bold(r.MonitorID), p.status(statusText(r.Status, r.ExitCode, r.Signal, r.Reason)))
+	fmt.Fprintf(b, "%s  %s\n", who, p.status(statusText(r.Status, r.ExitCode, r.Signal, r.Reason)))
 	fmt.Fprintf(b, "  %s\n", receiptSummary(*r.Receipt))
 	if r.StateError != "" {
 		fmt.Fprintf(b, "  error: %s\n", p.red(r.StateError))

@@ -68,7 +68,7 @@ leaves its session, and end, leaving a process that nothing names.`,
 			if err != nil {
 				return err
 			}
-			return respond(env, g, receiptView{MonitorID: m.MonitorID, Receipt: m.Receipt})
+			return respond(env, g, receiptView{MonitorID: m.MonitorID, Receipt: m.Receipt, name: m.Name})
 		},
 	}
 	addNameFlag(c, env, &name)

@@ -69,8 +69,11 @@ type receiptView struct {
 	MonitorID string `json:"monitor_id"`
 	*state.Receipt
 	StateError string `json:"state_error,omitempty"`
+	// name is the monitor's, for a person's view, which names it as
+	// status and list do; the receipt's JSON is the protocol's.
+	name string
 }
 
 func receiptOf(o *proc.Observation) receiptView {
-	return receiptView{MonitorID: o.Monitor.MonitorID, Receipt: o.Monitor.Receipt, StateError: o.StateError}
+	return receiptView{MonitorID: o.Monitor.MonitorID, Receipt: o.Monitor.Receipt, StateError: o.StateError, name: o.Monitor.Name}
 }

@@ -307,6 +307,23 @@ func TestViewWidth(t *testing.T) {
 	}
 }
 
+// TestViewReceiptNamesTheMonitor: a receipt shown to a person (cancel,
+// reconcile, run end) names a named monitor as status and list do, quoted
+// as it would be typed back, before its id; its JSON is the protocol's,
+// which has no name.
+func TestViewReceiptNamesTheMonitor(t *testing.T) {
+	r := receiptView{MonitorID: "m_web", Receipt: &state.Receipt{Status: "cancelled", Reason: "cancel", GroupEmptyVerified: true}, name: "my web"}
+	var b strings.Builder
+	viewReceipt(&b, palette{}, r)
+	if want := "'my web' m_web  cancelled (cancel)\n  reason cancel, group empty (verified)\n"; b.String() != want {
+		t.Errorf("receipt:\n%s\nwant:\n%s", b.String(), want)
+	}
+	data, err := json.Marshal(r)
+	if err != nil || strings.Contains(string(data), "my web") {
+		t.Errorf("the receipt's JSON is %s, %v: want no name in it", data, err)
+	}
+}
+
 // TestViewRunEnd: run end shows the receipts of what it drained and
 // counts the rest, however many the run started; its JSON is every
 // receipt alike, and nothing of what the view leaves out.
