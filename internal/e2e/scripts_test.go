@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"capture":      cmdCapture,
 			"await":        cmdAwait,
 			"awaitlog":     cmdAwaitLog,
+			"awaitcounted": cmdAwaitCounted,
 			"gone":         cmdGone,
 			"nothingleft":  cmdNothingLeft,
 			"killguardian": cmdKillGuardian,
@@ -201,6 +202,32 @@ func cmdAwaitLog(ts *testscript.TestScript, neg bool, args []string) {
 	awaitEvent(ts, mdir, func() string { return "awaitlog " + args[1] }, func() bool {
 		b, _ := os.ReadFile(filepath.Join(mdir, state.LogName))
 		return strings.Contains(string(b), args[1])
+	})
+}
+
+// awaitcounted ID N waits until the monitor's guardian counts N bytes
+// written to its log (its live counters, or its record once it is gone).
+// The guardian counts a write once it returns, so text may be in the log
+// (awaitlog) before it is counted: a check of the log against the count
+// must wait for the count.
+func cmdAwaitCounted(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: awaitcounted MONITOR_ID BYTES")
+	}
+	n, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil {
+		ts.Fatalf("awaitcounted: %v", err)
+	}
+	dir := stateDir(ts)
+	counted := int64(-1)
+	awaitEvent(ts, dir.MonitorDir(args[0]), func() string { return fmt.Sprintf("awaitcounted %d (counted %d)", n, counted) }, func() bool {
+		m, err := dir.LoadMonitor(args[0])
+		if err != nil {
+			return false
+		}
+		proc.LiveCounters(dir, m)
+		counted = m.LogBytes
+		return counted >= n
 	})
 }
 
