@@ -432,12 +432,12 @@ func TestConfigureHelpShowsTheExample(t *testing.T) {
 	}
 }
 
-// TestEmptyListSaysMonitorsAreDisabled: while monitors are disabled, an
-// empty list on a terminal says so, with the advice a start's refusal
-// gives (the command that enables them, or a new run for a run made while
-// they were off), instead of advising a start that would be refused. The
-// JSON is the empty listing, as before.
-func TestEmptyListSaysMonitorsAreDisabled(t *testing.T) {
+// TestEmptyListSaysWhyNoStart: where a start would be refused (monitors
+// disabled, a run that does not allow start or has ended), an empty list
+// on a terminal says why, with the advice the start's refusal gives (the
+// command that enables them, a new run), instead of advising a start that
+// would be refused. The JSON is the empty listing, as before.
+func TestEmptyListSaysWhyNoStart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	// lastLine is the line the view ends with, under the table's header.
 	lastLine := func(args ...string) string {
@@ -451,14 +451,15 @@ func TestEmptyListSaysMonitorsAreDisabled(t *testing.T) {
 	}
 	// startRefusal is what a start in the run is refused with, which the
 	// view must say in its own words; nothing is started.
-	startRefusal := func(args ...string) string {
+	startRefusedAs := func(code string, args ...string) string {
 		t.Helper()
 		status, resp, raw := runIn(t, dir, "", append([]string{"start"}, append(args, "--", "sleep", "1")...)...)
-		if errorCode(resp) != "monitors_disabled" || status != 3 {
-			t.Fatalf("start %v: exit %d %s; want monitors_disabled", args, status, raw)
+		if errorCode(resp) != code || status != 3 {
+			t.Fatalf("start %v: exit %d %s; want %s", args, status, raw, code)
 		}
 		return resp["error"].(map[string]any)["message"].(string)
 	}
+	startRefusal := func(args ...string) string { return startRefusedAs("monitors_disabled", args...) }
 	checkView := func(why, run string, refusal, advice string) {
 		t.Helper()
 		if !strings.HasSuffix(refusal, advice) {
@@ -499,4 +500,22 @@ func TestEmptyListSaysMonitorsAreDisabled(t *testing.T) {
 	if got, want := lastLine(), "no monitors; start one with: procmon start COMMAND [ARGS...]"; got != want {
 		t.Errorf("enabled: list shows %q, want %q", got, want)
 	}
+
+	// Nor is a start advised in a run that does not allow one, or that
+	// has ended.
+	newRun := func(args ...string) string {
+		t.Helper()
+		status, resp, raw := runIn(t, dir, "", append([]string{"run", "new"}, args...)...)
+		if status != 0 {
+			t.Fatalf("run new %v: exit %d %s", args, status, raw)
+		}
+		return resp["run_id"].(string)
+	}
+	execOnly := newRun("--tools", "execute_command")
+	checkView("run without start", execOnly, startRefusedAs("tool_not_allowed", "--run", execOnly), "create a run that allows it with procmon run new (without --tools, every tool), and select it with --run ID or PROCMON_RUN=ID")
+	ended := newRun()
+	if status, _, raw := runIn(t, dir, "", "run", "end", ended); status != 0 {
+		t.Fatalf("run end: exit %d %s", status, raw)
+	}
+	checkView("ended run", ended, startRefusedAs("run_ended", "--run", ended), "create a new one with procmon run new, and select it with --run ID or PROCMON_RUN=ID")
 }

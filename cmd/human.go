@@ -422,9 +422,9 @@ func viewList(b *strings.Builder, p palette, now time.Time, r listResponse, widt
 	t.write(b, width)
 	switch {
 	case len(r.Monitors) > 0:
-	case r.monitorsOff != "":
+	case r.startRefused != "":
 		// Not a start, which would be refused: what enables one.
-		fmt.Fprintf(b, "%s\n", p.dim("no monitors: "+r.monitorsOff))
+		fmt.Fprintf(b, "%s\n", p.dim("no monitors: "+r.startRefused))
 	default:
 		fmt.Fprintf(b, "%s\n", p.dim("no monitors; start one with: procmon start COMMAND [ARGS...]"))
 	}

@@ -32,11 +32,11 @@ type listRow struct {
 type listResponse struct {
 	RunID    string    `json:"run_id,omitempty"`
 	Monitors []listRow `json:"monitors"`
-	// monitorsOff says, for a person's view of an empty list, why a
-	// start in the selected run would be refused monitors_disabled, and
-	// what to do about it; empty when it would not be. The JSON has no
-	// field for it: a program is told by the start itself.
-	monitorsOff string
+	// startRefused says, for a person's view of an empty list, why a
+	// start in the selected run would be refused, and what to do about
+	// it; empty when it would not be. The JSON has no field for it: a
+	// program is told by the start itself.
+	startRefused string
 }
 
 func newListCmd(env *Env, g *globals) *cobra.Command {
@@ -137,31 +137,36 @@ func runList(env *Env, g *globals, opts listOptions) error {
 		// A run named in PROCMON_RUN that is no run (under --all-runs)
 		// has nothing to say here.
 		if runID, err := selectedRun(env, g); err == nil {
-			resp.monitorsOff = monitorsOff(dir, runID)
+			resp.startRefused = startRefused(dir, runID)
 		}
 	}
 	return respond(env, g, resp)
 }
 
-// monitorsOff is why a start in run runID would be refused
-// monitors_disabled, advised as that refusal is (see advise); "" when it
-// would not be, or when the run cannot be read, which a start would say.
-// The default run is made by the first start, while monitors are on.
-func monitorsOff(dir *state.Dir, runID string) string {
+// startRefused is why a start in run runID would be refused before it
+// ran anything (monitors disabled, a run that does not grant start or
+// has ended), advised as that refusal is (see advise); "" when it would
+// not be, or when the run cannot be read, which a start would say. The
+// default run is made by the first start, while monitors are on.
+func startRefused(dir *state.Dir, runID string) string {
 	run, err := dir.LoadRun(runID)
 	switch {
 	case err == nil:
-		err = run.Grants(state.StartTool)
+		if err = run.Grants(state.StartTool); err == nil && run.EndedAtMs != nil {
+			err = protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and takes no more commands", run.RunID).With("run_id", run.RunID)
+		}
 	case runID == state.DefaultRun && protocol.HasCode(err, protocol.CodeUnknownRun):
 		_, err = dir.EnabledSettings()
-	}
-	if !protocol.HasCode(err, protocol.CodeMonitorsDisabled) {
+	default:
 		return ""
 	}
-	off := protocol.AsError(err)
-	off = &protocol.Error{Code: off.Code, Message: off.Message, Details: off.Details}
-	advise(off)
-	return off.Message
+	if err == nil {
+		return ""
+	}
+	refused := protocol.AsError(err)
+	refused = &protocol.Error{Code: refused.Code, Message: refused.Message, Details: refused.Details}
+	advise(refused)
+	return refused.Message
 }
 
 func dash(s string) string {
