@@ -66,7 +66,8 @@ type mcpSession struct {
 	env *Env
 
 	// stopped ends when the server is told to stop (SIGTERM, SIGINT,
-	// SIGHUP); the calls in progress end with it.
+	// SIGHUP), or when its client has closed stdin and calls are still
+	// unanswered mcpStopBound later; the calls in progress end with it.
 	stopped context.Context
 
 	mu     sync.Mutex
@@ -79,7 +80,13 @@ type mcpSession struct {
 }
 
 func runMCP(ctx context.Context, env *Env, g *globals) error {
-	s := &mcpSession{env: env, runID: g.run, stopped: ctx}
+	// Told to stop, the server ends the calls in progress (their contexts
+	// end with s.stopped, see addTools), and closes the session once each
+	// is answered: closed at once, it dropped the answer of a call still
+	// draining (an exec's result).
+	stopped, stopCalls := context.WithCancel(ctx)
+	defer stopCalls()
+	s := &mcpSession{env: env, runID: g.run, stopped: stopped}
 	if s.runID == "" {
 		s.runID = env.Getenv("PROCMON_RUN")
 	}
@@ -97,18 +104,26 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 	if err := s.addTools(server); err != nil {
 		return err
 	}
-	// Told to stop, the server ends the calls in progress (their contexts
-	// end with ctx, see addTools), and closes the session once each is
-	// answered: closed at once, it dropped the answer of a call still
-	// draining (an exec's result).
-	open := &openCalls{changed: make(chan struct{}, 1)}
+	open := &openCalls{calls: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}
 	runCtx, endRun := context.WithCancel(context.Background())
 	defer endRun()
 	defer context.AfterFunc(ctx, func() {
-		open.awaitNone(mcpStopBound)
+		open.awaitNone(mcpStopBound, runCtx.Done())
 		endRun()
 	})()
-	err := server.Run(runCtx, answeringTransport{&mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}, open})
+	// A client that closes stdin (a script piping its requests, a client
+	// shutting down) is answered too: the SDK ends the session when its
+	// read side ends, and writes no answer from then on, so the end of
+	// stdin waits for the calls in progress. They have mcpStopBound to
+	// end on their own, and are then stopped as by a signal.
+	inputEnded := func() {
+		if !open.awaitNone(mcpStopBound, runCtx.Done()) {
+			stopCalls()
+			open.awaitNone(mcpStopBound, runCtx.Done())
+		}
+	}
+	transport := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+	err := server.Run(runCtx, answeringTransport{transport, open, inputEnded})
 	s.mu.Lock()
 	owned, runID := s.owned, s.runID
 	s.mu.Unlock()
@@ -156,11 +171,13 @@ func (s *mcpSession) settleLost(ended *runEndResponse) {
 // grace (5 s by default) and at most 5 s more.
 const mcpStopBound = 30 * time.Second
 
-// answeringTransport is a transport that counts the calls it has read and
-// not answered yet (openCalls).
+// answeringTransport is a transport that keeps the calls it has read and
+// not answered yet (openCalls), and calls inputEnded before it reports
+// the end of its input.
 type answeringTransport struct {
 	mcp.Transport
-	open *openCalls
+	open       *openCalls
+	inputEnded func()
 }
 
 func (t answeringTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -168,64 +185,97 @@ func (t answeringTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return answeringConn{c, t.open}, nil
+	return answeringConn{c, t.open, t.inputEnded}, nil
 }
 
 type answeringConn struct {
 	mcp.Connection
-	open *openCalls
+	open       *openCalls
+	inputEnded func()
 }
 
 func (c answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		// The SDK's connection ends its session on any read error (EOF,
+		// or a line it cannot read), from when it sees it.
+		c.inputEnded()
+		return m, err
+	}
 	if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-		c.open.add(1)
+		c.open.read(r.ID)
 	}
 	return m, err
 }
 
 func (c answeringConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, m)
+	if err != nil && ctx.Err() == nil {
+		// As the SDK's connection judges a failed write: stdout is broken,
+		// and no answer will be written any more.
+		c.open.broke()
+	}
 	if r, ok := m.(*jsonrpc.Response); ok && r.ID.IsValid() {
-		c.open.add(-1)
+		c.open.answered(r.ID)
 	}
 	return err
 }
 
-// openCalls counts the calls read and not answered yet.
+// openCalls keeps the calls read and not answered yet, by id: a call
+// whose id is already in use is refused without an answer.
 type openCalls struct {
 	mu      sync.Mutex
-	n       int
+	calls   map[jsonrpc.ID]bool
+	broken  bool          // a write failed: no call will be answered
 	changed chan struct{} // a token after each answer
 }
 
-func (o *openCalls) add(d int) {
+func (o *openCalls) read(id jsonrpc.ID) {
 	o.mu.Lock()
-	o.n = max(o.n+d, 0)
+	o.calls[id] = true
 	o.mu.Unlock()
-	if d < 0 {
-		select {
-		case o.changed <- struct{}{}:
-		default:
-		}
+}
+
+func (o *openCalls) answered(id jsonrpc.ID) {
+	o.mu.Lock()
+	delete(o.calls, id)
+	o.mu.Unlock()
+	o.notify()
+}
+
+func (o *openCalls) broke() {
+	o.mu.Lock()
+	o.broken = true
+	o.mu.Unlock()
+	o.notify()
+}
+
+func (o *openCalls) notify() {
+	select {
+	case o.changed <- struct{}{}:
+	default:
 	}
 }
 
-// awaitNone waits until every call read has been answered, or bound
-// passes.
-func (o *openCalls) awaitNone(bound time.Duration) {
-	timeout := time.After(bound)
+// awaitNone waits until every call read has been answered, and reports
+// whether it was; it gives up when no answer can be written any more, when
+// bound passes, or when abandon is closed.
+func (o *openCalls) awaitNone(bound time.Duration, abandon <-chan struct{}) bool {
+	timeout := time.NewTimer(bound)
+	defer timeout.Stop()
 	for {
 		o.mu.Lock()
-		n := o.n
+		n, broken := len(o.calls), o.broken
 		o.mu.Unlock()
-		if n == 0 {
-			return
+		if n == 0 || broken {
+			return n == 0
 		}
 		select {
 		case <-o.changed:
-		case <-timeout:
-			return
+		case <-timeout.C:
+			return false
+		case <-abandon:
+			return false
 		}
 	}
 }

@@ -851,3 +851,96 @@ func TestAgentMCPInspector(t *testing.T) {
 	}
 	assertNothingLeft(t, stateDir)
 }
+
+// TestAgentMCPAnswersAtEOF drives procmon mcp as a script does: every
+// request on a pipe, then EOF, with calls that take a moment still open
+// when stdin ends. Every call is answered, then the session ends as a
+// client's disconnect ends it: its run ends and drains the monitor it
+// started, and the server exits. It used to drop every answer still
+// unwritten at EOF, often even initialize's: the SDK stops writing once
+// its read side has ended.
+func TestAgentMCPAnswersAtEOF(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	schemas := loadSchemas(t, procmon)
+	before := startMonitor(t, procmon, "start", "--", "sleeper", "before-the-session")
+
+	call := func(id int, tool string, args map[string]any) map[string]any {
+		return map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}}
+	}
+	requests := []map[string]any{
+		{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+			"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "script", "version": "1"}}},
+		{"jsonrpc": "2.0", "method": "notifications/initialized"},
+		{"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+		call(3, "start_process", map[string]any{"argv": []string{"sleeper", "eof-session"}}),
+		call(4, "wait_process", map[string]any{"monitor_id": before, "condition": map[string]any{"kind": "output", "text": "never printed"}, "timeout_seconds": 1}),
+		call(5, "execute_command", map[string]any{"argv": []string{"printer", "-split", "300ms", "slow answer"}}),
+	}
+	var in bytes.Buffer
+	for _, r := range requests {
+		in.Write(append(mustJSON(t, r), '\n'))
+	}
+	var out, stderr bytes.Buffer
+	server := procmon("mcp")
+	server.Stdin, server.Stdout, server.Stderr = &in, &out, &stderr
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
+		}
+	case <-time.After(patience):
+		server.Process.Kill()
+		<-exited
+		t.Fatalf("procmon mcp did not exit within %v of its stdin's end; stdout %q", patience, out.String())
+	}
+
+	answers := map[int64]gjson.Result{}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		msg := gjson.Parse(line)
+		if !msg.Get("id").Exists() {
+			continue // a notification
+		}
+		id := msg.Get("id").Int()
+		if _, twice := answers[id]; twice {
+			t.Errorf("request %d was answered twice", id)
+		}
+		if msg.Get("error").Exists() {
+			t.Errorf("request %d: %s", id, msg.Get("error").Raw)
+		}
+		answers[id] = msg.Get("result")
+	}
+	if len(answers) != 5 {
+		t.Fatalf("answered %d of 5 requests; stdout %q; stderr %q", len(answers), out.String(), stderr.String())
+	}
+	if n := len(answers[2].Get("tools").Array()); n != 6 {
+		t.Errorf("tools/list listed %d tools, want 6", n)
+	}
+	tool := func(id int64, name string) gjson.Result {
+		t.Helper()
+		r := answers[id]
+		if r.Get("isError").Bool() {
+			t.Fatalf("%s: tool error %s", name, r.Get("content.0.text").String())
+		}
+		schemas.check(t, schemas.tools[name], "tool_output", []byte(r.Get("structuredContent").Raw))
+		return r.Get("structuredContent")
+	}
+	started := tool(3, "start_process").Get("monitor_id").String()
+	if o := tool(4, "wait_process").Get("outcome").String(); o != "timeout" {
+		t.Errorf("wait_process: outcome %s, want timeout", o)
+	}
+	if r := tool(5, "execute_command"); r.Get("exit_code").Int() != 0 || !strings.Contains(r.Get("text").String(), "slow answer") {
+		t.Errorf("execute_command: %s", r.Raw)
+	}
+	if r := awaitRecordedReceipt(t, stateDir, started, "after its session's stdin ended"); r.Reason != "run_ended" || !r.GroupEmptyVerified {
+		t.Errorf("%s: %+v", started, r)
+	}
+	runProcmon(t, procmon, "cancel", before)
+	assertNothingLeft(t, stateDir)
+}
