@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,6 +57,14 @@ listed are those it grants.
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
+			// A client that exited takes stdout's reader with it: a write
+			// there then fails (EPIPE), where SIGPIPE would kill the server
+			// before its session ends (its run, the lost monitors it
+			// reconciles). Caught, not ignored: an ignored SIGPIPE would be
+			// inherited by what the server runs.
+			pipe := make(chan os.Signal, 1)
+			signal.Notify(pipe, syscall.SIGPIPE)
+			defer signal.Stop(pipe)
 			return runMCP(ctx, env, g)
 		},
 	}
@@ -115,11 +124,13 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 	// shutting down) is answered too: the SDK ends the session when its
 	// read side ends, and writes no answer from then on, so the end of
 	// stdin waits for the calls in progress. They have mcpStopBound to
-	// end on their own, and are then stopped as by a signal.
+	// end on their own, and are then stopped as by a signal; a client that
+	// is gone (no reader left on stdout) waits for none.
 	inputEnded := func() {
-		if !open.awaitNone(mcpStopBound, runCtx.Done()) {
+		gone := readerGone(env.Stdout, runCtx.Done())
+		if !open.awaitNone(mcpStopBound, gone) {
 			stopCalls()
-			open.awaitNone(mcpStopBound, runCtx.Done())
+			open.awaitNone(mcpStopBound, gone)
 		}
 	}
 	transport := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
@@ -136,7 +147,9 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 			s.settleLost(ended)
 		}
 	}
-	if err != nil && ctx.Err() == nil && err != io.EOF {
+	// A client that exited (stdout's reader gone) has disconnected as
+	// one that closed stdin has.
+	if err != nil && ctx.Err() == nil && err != io.EOF && !errors.Is(err, syscall.EPIPE) {
 		fmt.Fprintf(env.Stderr, "procmon mcp: %v\n", err)
 	}
 	return nil
@@ -279,6 +292,48 @@ func (o *openCalls) awaitNone(bound time.Duration, abandon <-chan struct{}) bool
 		}
 	}
 }
+
+// readerGone is closed once nobody reads w any more: the other end of the
+// pipe or socket w writes to is closed (a client that exited), or done is
+// closed. It is polled every readerPoll until then; a writer that is no
+// descriptor is never gone.
+func readerGone(w io.Writer, done <-chan struct{}) <-chan struct{} {
+	sc, ok := w.(syscall.Conn)
+	if !ok {
+		return done
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return done
+	}
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			var hungUp bool
+			// POLLERR (a pipe) and POLLHUP (a socket) are reported
+			// whatever the events asked for: none are.
+			rc.Control(func(fd uintptr) {
+				fds := []unix.PollFd{{Fd: int32(fd)}}
+				if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+					hungUp = fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+				}
+			})
+			if hungUp {
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(readerPoll):
+			}
+		}
+	}()
+	return gone
+}
+
+// readerPoll is how often readerGone looks.
+const readerPoll = 100 * time.Millisecond
 
 type nopWriteCloser struct{ io.Writer }
 

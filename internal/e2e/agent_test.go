@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -942,5 +943,70 @@ func TestAgentMCPAnswersAtEOF(t *testing.T) {
 		t.Errorf("%s: %+v", started, r)
 	}
 	runProcmon(t, procmon, "cancel", before)
+	assertNothingLeft(t, stateDir)
+}
+
+// TestAgentMCPClientGoneAtEOF: a client that exited, closing both its
+// ends, is not waited for as one that closed stdin to hear its answers:
+// with no reader left on stdout the call in progress is stopped at once
+// (its command drained), rather than given the server's stop bound
+// (30 s) for an answer nobody reads, and the server ends its session and
+// exits cleanly, not killed by SIGPIPE.
+func TestAgentMCPClientGoneAtEOF(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdinW.Close()
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdoutR.Close()
+	var stderr bytes.Buffer
+	server := procmon("mcp")
+	server.Stdin, server.Stdout, server.Stderr = stdinR, stdoutW, &stderr
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdinR.Close()
+	stdoutW.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	for _, r := range []map[string]any{
+		{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+			"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "gone", "version": "1"}}},
+		{"jsonrpc": "2.0", "method": "notifications/initialized"},
+		{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "execute_command",
+			"arguments": map[string]any{"argv": []string{"sleeper", "client-gone"}}}},
+	} {
+		stdinW.Write(append(mustJSON(t, r), '\n'))
+	}
+	if _, err := bufio.NewReader(stdoutR).ReadString('\n'); err != nil {
+		t.Fatalf("no answer to initialize: %v; stderr %q", err, stderr.String())
+	}
+	command, ticks := awaitProcess(t, "sleeper", "client-gone")
+	stdoutR.Close()
+	stdinW.Close()
+	// Well within the 30 s that a client still reading is given.
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		server.Process.Kill()
+		<-exited
+		t.Fatal("procmon mcp waited for its calls with nobody left to answer")
+	}
+	if !awaitGone(command, ticks) {
+		t.Fatalf("execute_command's command outlived its gone client by %v", patience)
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("the server said %q", stderr.String())
+	}
 	assertNothingLeft(t, stateDir)
 }
