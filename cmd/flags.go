@@ -18,13 +18,31 @@ import (
 // flagError is the error for a command line whose flags cobra could not
 // parse. A value a flag refused says which flag and why in words a person
 // reads (never strconv's); any other refusal (an unknown flag, a flag
-// without its value) is pflag's own, which already reads so.
+// without its value) is pflag's own, which already reads so. details.field
+// is the request field the flag builds (flagField), as it is when the
+// request refuses the value the flag gave.
 func flagError(c *cobra.Command, err error) error {
-	var bad *pflag.InvalidValueError
-	if errors.As(err, &bad) {
-		err = fmt.Errorf("invalid value %q for --%s: %s", bad.GetValue(), bad.GetFlag().Name, valueProblem(bad.Unwrap()))
+	var (
+		bad     *pflag.InvalidValueError
+		noValue *pflag.ValueRequiredError
+		unknown *pflag.NotExistError
+		flag    string
+	)
+	switch {
+	case errors.As(err, &bad):
+		flag = bad.GetFlag().Name
+		err = fmt.Errorf("invalid value %q for --%s: %s", bad.GetValue(), flag, valueProblem(bad.Unwrap()))
+	case errors.As(err, &noValue):
+		flag = noValue.GetFlag().Name
+	case errors.As(err, &unknown):
+		// As an unknown field of a request is named.
+		flag = unknown.GetSpecifiedName()
 	}
-	return protocol.Errorf(protocol.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())
+	pe := protocol.Errorf(protocol.CodeInvalidRequest, "%v (see %s --help)", err, c.CommandPath())
+	if flag != "" {
+		pe = pe.With("field", flagField(flag))
+	}
+	return pe
 }
 
 // valueProblem says what is wrong with a flag's value. pflag parses every
@@ -48,20 +66,35 @@ func valueProblem(cause error) string {
 // requestFlags is, for each request field a flag fills, that flag: the
 // same flag in every command that has the field.
 var requestFlags = map[string]string{
-	"timeout_seconds": "timeout",
-	"grace_seconds":   "grace",
-	"max_bytes":       "max-bytes",
-	"offset":          "offset",
-	"name":            "name",
-	"cwd":             "cwd",
-	"env":             "env",
-	"secret_env":      "secret-env",
-	"depends_on":      "depends-on",
-	"owner_pid":       "owner-pid",
-	"tools":           "tools",
-	"text":            "output",
-	"path":            "file",
-	"sha256":          "sha256",
+	"all_runs":           "all-runs",
+	"native_checkpoints": "native-checkpoints",
+	"timeout_seconds":    "timeout",
+	"grace_seconds":      "grace",
+	"max_bytes":          "max-bytes",
+	"offset":             "offset",
+	"name":               "name",
+	"cwd":                "cwd",
+	"env":                "env",
+	"secret_env":         "secret-env",
+	"depends_on":         "depends-on",
+	"owner_pid":          "owner-pid",
+	"tools":              "tools",
+	"text":               "output",
+	"path":               "file",
+	"sha256":             "sha256",
+}
+
+// flagField is what details.field names for flag: the request field it
+// fills (requestFlags), or the flag itself when it fills none, or none on
+// its own (--tail and --since become an offset, --exit a condition with
+// --output and --file), as their own refusals name them.
+func flagField(flag string) string {
+	for field, f := range requestFlags {
+		if f == flag {
+			return field
+		}
+	}
+	return flag
 }
 
 // nameTheFlag makes an error about a request field whose value a person

@@ -113,7 +113,8 @@ func TestFieldErrorsNameTheFlag(t *testing.T) {
 }
 
 // TestRequestFlagsAreFlags holds requestFlags to the flags the commands
-// have: a flag renamed there would leave its field's errors unnamed.
+// have: a flag renamed there would leave its field's errors unnamed. Each
+// flag fills one field.
 func TestRequestFlagsAreFlags(t *testing.T) {
 	have := map[string]bool{}
 	var walk func(c *cobra.Command)
@@ -124,10 +125,16 @@ func TestRequestFlagsAreFlags(t *testing.T) {
 		}
 	}
 	walk(newRootCmd(testEnv(t.TempDir(), &bytes.Buffer{}, &bytes.Buffer{}), &globals{}))
+	fills := map[string]string{}
 	for field, flag := range requestFlags {
 		if !have[flag] {
 			t.Errorf("requestFlags names --%s for %s, a flag no command has", flag, field)
 		}
+		// flagField reads the table backwards.
+		if other, ok := fills[flag]; ok {
+			t.Errorf("requestFlags names --%s for both %s and %s", flag, field, other)
+		}
+		fills[flag] = field
 	}
 }
 
@@ -159,4 +166,88 @@ func TestEmptyNameIsRefused(t *testing.T) {
 	if checked < 6 {
 		t.Fatalf("checked %d commands; start, status, logs, wait, cancel and reconcile take --name", checked)
 	}
+}
+
+// TestFlagErrorsNameTheField: every flag of every command that cobra
+// refuses, for a value it cannot parse or for want of one, gives
+// details.field, as a request's refusal does: the field the flag fills,
+// or the flag itself where it fills none. They used to carry no details
+// at all, while the same flag's value refused by the request (--timeout
+// 0) named its field.
+func TestFlagErrorsNameTheField(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	fieldOf := map[string]string{}
+	for field, flag := range requestFlags {
+		fieldOf[flag] = field
+	}
+	checked := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.Fields(c.CommandPath())[1:]
+		var properties map[string]bool
+		if set, err := findSchema(strings.Join(path, " ")); err == nil {
+			properties = schemaProperties(set.Request)
+		}
+		c.NonInheritedFlags().VisitAll(func(f *pflag.Flag) {
+			want, fills := fieldOf[f.Name]
+			if !fills {
+				want = f.Name
+			}
+			// A flag named for a field of its command's request fills it,
+			// and must be in requestFlags to be named so.
+			if field := strings.ReplaceAll(f.Name, "-", "_"); properties[field] && want != field {
+				t.Errorf("%s --%s fills the request field %s, which requestFlags does not say", c.CommandPath(), f.Name, field)
+			}
+			var lines [][]string
+			switch f.Value.Type() {
+			case "bool":
+				lines = append(lines, []string{"--" + f.Name + "=maybe"})
+			case "int", "int64":
+				lines = append(lines, []string{"--" + f.Name, "abc"}, []string{"--" + f.Name, "1.5"})
+			case "duration":
+				lines = append(lines, []string{"--" + f.Name, "abc"}, []string{"--" + f.Name, "1.5s"}, []string{"--" + f.Name, "9999999999h"})
+			}
+			if f.NoOptDefVal == "" {
+				lines = append(lines, []string{"--" + f.Name}) // its value left out
+			}
+			checked++
+			for _, line := range lines {
+				args := append(append([]string{}, path...), line...)
+				status, resp, raw := runIn(t, dir, "", args...)
+				e, _ := resp["error"].(map[string]any)
+				details, _ := e["details"].(map[string]any)
+				if status != 2 || errorCode(resp) != "invalid_request" || details["field"] != want {
+					t.Errorf("%v: exit %d %s\nwant exit 2, invalid_request, details.field %q", args, status, raw, want)
+				}
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(testEnv(dir, &bytes.Buffer{}, &bytes.Buffer{}), &globals{}))
+	if checked < 40 {
+		t.Fatalf("checked %d flags; the commands have at least 40", checked)
+	}
+	// An unknown flag is named as an unknown field of a request is.
+	status, resp, raw := runIn(t, dir, "", "wait", "--timeot", "5s")
+	if details, _ := resp["error"].(map[string]any)["details"].(map[string]any); status != 2 || details["field"] != "timeot" {
+		t.Errorf("wait --timeot 5s: exit %d %s, want details.field timeot", status, raw)
+	}
+}
+
+// schemaProperties are the fields of a request schema, and those of the
+// objects it holds (a wait's condition).
+func schemaProperties(s map[string]any) map[string]bool {
+	out := map[string]bool{}
+	props, _ := s["properties"].(map[string]any)
+	for name, p := range props {
+		out[name] = true
+		if inner, ok := p.(map[string]any); ok {
+			for name := range schemaProperties(inner) {
+				out[name] = true
+			}
+		}
+	}
+	return out
 }
