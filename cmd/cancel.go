@@ -110,7 +110,7 @@ type cancelManyResponse struct {
 // monitor of the run without a receipt.
 func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name string, all bool, grace int64) error {
 	if all && (len(args) > 0 || name != "") {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "--all cancels every live monitor of the run: give it no monitors and no --name")
+		return protocol.Errorf(protocol.CodeInvalidRequest, "--all cancels every live monitor of the run: give it no monitors and no --name").With("field", "all")
 	}
 	var graceSeconds *int64
 	if c.Flags().Changed("grace") {

@@ -60,7 +60,7 @@ func observeFor(env *Env, id, tool string) (*state.Dir, *proc.Observation, error
 // left waiting on stdin.
 func readRequest(env *Env, c *cobra.Command, v any) error {
 	if env.StdinIsTerminal {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "no request: give arguments and flags (see %s --help) or pipe {\"request\": {...}} on stdin", c.CommandPath())
+		return protocol.Errorf(protocol.CodeInvalidRequest, "no request: give arguments and flags (see %s --help) or pipe {\"request\": {...}} on stdin", c.CommandPath()).With("field", "request")
 	}
 	return protocol.ReadRequest(env.Stdin, v)
 }

@@ -85,7 +85,8 @@ wrapped like every request, as {"request": {"sandbox": {...}}}.`,
 			var s state.Settings
 			switch {
 			case enable && show:
-				return protocol.Errorf(protocol.CodeInvalidRequest, "--enable and --show exclude each other")
+				// --enable builds the settings; --show, which builds none, is named.
+				return protocol.Errorf(protocol.CodeInvalidRequest, "--enable and --show exclude each other").With("field", "show")
 			case show:
 				stored, ok, err := dir.LoadSettings()
 				if err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"procmon/internal/state"
 )
 
 // TestFlagValuesReadPlainly: every integer flag of every command (and
@@ -250,4 +252,45 @@ func schemaProperties(s map[string]any) map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestFlagConflictsNameTheField: flags (and arguments) that cannot go
+// together name the field the request would carry, or the flag when none
+// does. They carried no details.
+func TestFlagConflictsNameTheField(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if status, _, raw := runIn(t, dir, "", "configure", "--enable"); status != 0 {
+		t.Fatalf("configure --enable: exit %d %s", status, raw)
+	}
+	id := "m_" + strings.Repeat("0", 26)
+	web := "m_" + strings.Repeat("0", 25) + "1"
+	saveMonitor(t, dir, id, state.DefaultRun, "api", 100, false)
+	saveMonitor(t, dir, web, state.DefaultRun, "web", 200, false)
+	for _, c := range []struct {
+		args  []string
+		field string
+	}{
+		// --offset, --tail and --since each say where the window starts:
+		// the request's offset.
+		{[]string{"logs", id, "--offset", "5", "--tail", "3"}, "offset"},
+		{[]string{"logs", id, "--offset", "5", "--since", "1m"}, "offset"},
+		{[]string{"logs", id, "--since", "1m", "--tail", "2"}, "offset"},
+		{[]string{"cancel", id, "--all"}, "all"},
+		{[]string{"configure", "--enable", "--show"}, "show"},
+		{[]string{"status", id, "--name", "web"}, "monitor_id"},
+	} {
+		status, resp, raw := runIn(t, dir, "", c.args...)
+		e, _ := resp["error"].(map[string]any)
+		details, _ := e["details"].(map[string]any)
+		if status != 2 || errorCode(resp) != "invalid_request" || details["field"] != c.field {
+			t.Errorf("%v: exit %d %s\nwant exit 2, invalid_request, details.field %q", c.args, status, raw, c.field)
+		}
+	}
+	// A person at a terminal who gave nothing to act on gave no request.
+	var out bytes.Buffer
+	env := testEnv(dir, &out, &bytes.Buffer{})
+	env.StdinIsTerminal = true
+	if status := Run([]string{"start"}, env); status != 2 || !strings.Contains(out.String(), `"details":{"field":"request"}`) {
+		t.Errorf("start at a terminal: exit %d %s, want details.field request", status, out.String())
+	}
 }

@@ -34,11 +34,12 @@ const maxTailBytes = 16 << 20
 // the request's offset: the logs protocol has byte offsets only, and a
 // person counts lines or time.
 func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string, follow bool) error {
+	// Each of them is the request's offset: a conflict names that field.
 	if req.Offset != nil && (tail != "" || since != "") {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "--offset is a byte of the stream; give it or --tail/--since, not both (see %s --help)", c.CommandPath())
+		return protocol.Errorf(protocol.CodeInvalidRequest, "--offset is a byte of the stream; give it or --tail/--since, not both (see %s --help)", c.CommandPath()).With("field", "offset")
 	}
 	if tail != "" && since != "" {
-		return protocol.Errorf(protocol.CodeInvalidRequest, "give --tail or --since, not both")
+		return protocol.Errorf(protocol.CodeInvalidRequest, "give --tail or --since, not both").With("field", "offset")
 	}
 	if req.MonitorID == "" {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")

@@ -82,7 +82,7 @@ func oneMonitorArg(env *Env, g *globals, args []string, name string) (string, er
 		return "", err
 	}
 	if len(ids) > 1 {
-		return "", protocol.Errorf(protocol.CodeInvalidRequest, "give one monitor: an id or a name as the argument, or --name, not both")
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "give one monitor: an id or a name as the argument, or --name, not both").With("field", "monitor_id")
 	}
 	return ids[0], nil
 }
