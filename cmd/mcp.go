@@ -47,10 +47,12 @@ The session is one agent invocation: the server creates a run bound to
 itself as owner (its frozen policy and command budget are the session's),
 and when the client disconnects, or the server is stopped or killed, every
 monitor the session started is drained; one whose guardian was lost is
-reconciled as the server ends, which it says on stderr. To join an
-existing run instead, give it: procmon mcp --run r_... (or $PROCMON_RUN);
-that run is then neither created nor ended by the server, and the tools
-listed are those it grants.
+reconciled as the server ends, which it says on stderr. A client that
+closes stdin is answered first: the calls in progress have 30 s to end,
+then are interrupted as on SIGTERM (unless nobody reads stdout). To
+join an existing run instead, give it: procmon mcp --run r_... (or
+$PROCMON_RUN); that run is then neither created nor ended by the server,
+and the tools listed are those it grants.
 
   claude mcp add procmon -- procmon mcp`,
 		Args: cobra.NoArgs,
