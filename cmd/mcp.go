@@ -183,7 +183,9 @@ func (s *mcpSession) settleLost(ended *runEndResponse) {
 
 // mcpStopBound is how long a server told to stop waits for its calls in
 // progress to be answered: an exec drains its command first, for its
-// grace (5 s by default) and at most 5 s more.
+// grace (5 s by default) and at most 5 s more. A client that closed stdin
+// gives its calls as long to end on their own before they are stopped
+// (the help says 30 s).
 const mcpStopBound = 30 * time.Second
 
 // answeringTransport is a transport that keeps the calls it has read and
