@@ -72,7 +72,8 @@ drained) its group and any escaped descendant are drained and verified
 gone. Its deadline is the smallest of the run's work duration, the
 monitor timeout and --timeout, which defaults to 600 seconds: a foreground
 command always has one. Output past max_output_bytes drains it (status
-output_limit); a deadline drains it as timed_out.
+output_limit, also when it ended by itself first); a deadline drains it
+as timed_out.
 
 --depends-on names monitors the command needs: unless each is running with
 a current ownership window the command is refused (needs_reconciliation)
