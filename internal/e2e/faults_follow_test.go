@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,22 +58,4 @@ func TestFaultsFollowSaysCustodyLapsed(t *testing.T) {
 		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
 	}
 	l.settle()
-}
-
-// lockedBuffer is a buffer a command writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
