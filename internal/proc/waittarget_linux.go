@@ -25,7 +25,7 @@ func WaitTarget(dir *state.Dir, m *state.Monitor, now func() time.Time) wait.Tar
 			if err != nil {
 				return wait.Custody{}, err
 			}
-			return custodyOf(o, now()), nil
+			return CustodyOf(o, now()), nil
 		},
 		Changes: func(ctx context.Context) (<-chan struct{}, io.Closer, error) {
 			return WatchChanges(ctx, dir, m)
@@ -71,14 +71,15 @@ func fileRules(dir *state.Dir, m *state.Monitor) (wait.Rules, error) {
 	return wait.Rules{Root: root, StateDir: stateDir, PrivatePaths: r.Policy.Private()}, nil
 }
 
-// custodyOf is what a wait needs of an observation at now. A receipt
-// whose custody could not be proven ends nothing a wait can rely on.
+// CustodyOf is what a wait, or a follow of the logs, needs of an
+// observation at now. A receipt whose custody could not be proven ends
+// nothing a wait can rely on.
 // Custody without a receipt lapses at the end of the ownership window the
 // record shows: Observe says when a running monitor is past it, and the
 // same rule holds of a settling one here, whose guardian set its window
 // to cover the whole drain (a guardian stopped while it drains answers
 // nothing and writes nothing, and a wait must not wait for it forever).
-func custodyOf(o *Observation, now time.Time) wait.Custody {
+func CustodyOf(o *Observation, now time.Time) wait.Custody {
 	c := wait.Custody{
 		Status:      o.Status,
 		Terminal:    o.Terminal(),
