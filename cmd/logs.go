@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"procmon/internal/fault"
 	"procmon/internal/proc"
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -87,12 +88,13 @@ bytes of text from the start they chose.
 --follow streams the text for a person until the service has ended
 (Ctrl-C stops following; the service keeps running). On a terminal it
 then says on stderr how the service ended, as its receipt has it
-("(web ended: exited (0))"); stdout holds the text alone. A guardian that
+("(web ended: exited (0))"); stdout holds the text alone. It starts at
+the last 10 lines unless --tail, --since or --offset says otherwise, and
+shows them at once, whatever state the guardian is in. A guardian that
 stops renewing custody (stopped, or stalled) moves the text no more until
-it runs again: that is said once on stderr, with how to settle it. It
-starts at the last 10 lines unless --tail, --since or --offset says
-otherwise. It writes text only: asked for JSON (--json, -o json) it
-refuses.
+it runs again: that is said once on stderr, with how to settle it, as
+soon as custody lapses. It writes text only: asked for JSON (--json,
+-o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
 marks the log's offset each second it writes (output.times), so --since
@@ -234,9 +236,14 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 var errFollowInterrupted = errors.New("logs --follow interrupted")
 
 // followLogs writes the redacted stream as text, from the start, until the
-// monitor is terminal and its log read to the end, waking on inotify. It
-// returns the observation that ended it then; nil when its reader went
-// away, and errFollowInterrupted when it was stopped.
+// monitor is terminal and its log read to the end, waking on the changes
+// a wait wakes on. It returns the observation that ended it then; nil when
+// its reader went away, and errFollowInterrupted when it was stopped.
+//
+// The text there is, and the notice of a lapsed custody, come at once,
+// whatever state the guardian is in: the first look needs no answer from
+// it. Only then does the follow subscribe to the guardian's notices, and
+// looks again at once for what came in between.
 func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -244,13 +251,13 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The same notices a wait looks again on, subscribed to before the
-	// first look.
-	changes, err := wait.WatchChanges(ctx, ctx, proc.WaitTarget(dir, o.Monitor, env.Now))
-	if err != nil {
-		return nil, err
-	}
-	defer changes.Close()
+	target := proc.WaitTarget(dir, o.Monitor, env.Now)
+	var changes *wait.Changes
+	defer func() {
+		if changes != nil {
+			changes.Close()
+		}
+	}()
 	var offset int64
 	if req.Offset != nil {
 		offset = *req.Offset
@@ -262,9 +269,13 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 		out = screen
 	}
 	// A guardian stopped or killed sends nothing and writes nothing: the
-	// re-check still finds its lapsed window (as a wait's does).
+	// re-check still finds it gone, and a look at the moment the custody
+	// last seen lapses finds that it lapsed, as a wait does.
 	recheck := time.NewTicker(wait.DefaultRecheck)
 	defer recheck.Stop()
+	lapse := time.NewTimer(time.Hour)
+	lapse.Stop()
+	defer lapse.Stop()
 	lapseSaid := false
 	for {
 		o, err := proc.Observe(dir, req.MonitorID)
@@ -301,6 +312,26 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 		if final {
 			return o, nil
 		}
+		custody := proc.CustodyOf(o, env.Now())
+		if changes == nil {
+			// Subscribed to after the first look, and the look that
+			// follows at once shows what came in between.
+			fault.Point("logs:before_watch")
+			if changes, err = followChanges(ctx, target, custody, env.Now()); err != nil {
+				return nil, err
+			}
+			if ctx.Err() != nil {
+				return nil, errFollowInterrupted
+			}
+			continue
+		}
+		if d := custody.Lapses.Sub(env.Now()); !custody.Lapses.IsZero() && d > 0 {
+			lapse.Reset(d)
+		} else {
+			// A moment already past is left to the re-check: looking
+			// again at once would find the same custody.
+			lapse.Stop()
+		}
 		select {
 		case _, ok := <-changes.C:
 			if ctx.Err() != nil {
@@ -310,8 +341,30 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 				return nil, changes.Err()
 			}
 		case <-recheck.C:
+		case <-lapse.C:
+			// The window has lapsed unless it was renewed: look.
 		case <-ctx.Done():
 			return nil, errFollowInterrupted
 		}
 	}
+}
+
+// followChanges subscribes to the changes of a followed monitor, whose
+// custody at now was custody. As a wait does, it asks no guardian whose
+// custody is unverified, and waits for one that does not answer (stopped,
+// wedged) no longer than until its custody lapses, nor longer than a
+// re-check, so that the follow is never held by a guardian that cannot
+// answer; the monitor's directory is watched instead. Whatever answers on
+// the control socket is trusted only as the guardian its record names.
+func followChanges(ctx context.Context, t wait.Target, custody wait.Custody, now time.Time) (*wait.Changes, error) {
+	talk := wait.DefaultRecheck
+	if !custody.Lapses.IsZero() {
+		talk = min(talk, custody.Lapses.Sub(now))
+	}
+	if custody.Unverified || custody.OutputEnded || talk <= 0 {
+		t.Changes = nil
+	}
+	guardianCtx, cancel := context.WithTimeout(ctx, talk)
+	defer cancel()
+	return wait.WatchChanges(ctx, guardianCtx, t)
 }

@@ -59,3 +59,56 @@ func TestFaultsFollowSaysCustodyLapsed(t *testing.T) {
 	}
 	l.settle()
 }
+
+// TestFaultsFollowGuardianStoppedBeforeWatch: a guardian stopped after
+// logs --follow showed the tail, and before it subscribed to the
+// guardian's notices, holds the follow no longer than its custody holds:
+// the follow says that custody lapsed while the guardian is still
+// stopped, where a subscription without a bound waited 10 s for the
+// stopped guardian's answer. Resumed, the guardian drains, and the follow
+// ends with the monitor.
+func TestFaultsFollowGuardianStoppedBeforeWatch(t *testing.T) {
+	// A window of 3 s is still current when the follow goes on: it asks
+	// the stopped guardian.
+	l := newFaultLab(t, 3, 20)
+	id, m := l.startMonitor("", "start", "--", "sleeper")
+	awaitLogBytes(t, l.state, id, int64(len("sleeper ready\n")))
+	var stdout, stderr lockedBuffer
+	follow := l.command("logs:before_watch", "logs", "-f", id)
+	follow.Stdout, follow.Stderr = &stdout, &stderr
+	ended := startFollow(t, follow)
+	if err := awaitStopped(follow.Process.Pid); err != nil {
+		follow.Process.Kill()
+		<-ended
+		t.Fatalf("logs -f at logs:before_watch: %v", err)
+	}
+	if got := stdout.String(); got != "sleeper ready\n" {
+		unix.Kill(follow.Process.Pid, unix.SIGCONT)
+		follow.Process.Kill()
+		<-ended
+		t.Fatalf("logs -f showed %q before it watched; want the tail, %q", got, "sleeper ready\n")
+	}
+	l.stopGuardian(id, m)
+	unix.Kill(follow.Process.Pid, unix.SIGCONT)
+	for deadline := time.Now().Add(followBeforeSocketDeadline); !strings.Contains(stderr.String(), "procmon reconcile "+id); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-ended:
+			t.Fatalf("logs -f ended (%v) while the guardian was stopped; stderr %q", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			follow.Process.Kill()
+			<-ended
+			t.Fatalf("logs -f said %q within %v of subscribing to a stopped guardian whose window is %v; want the lapse", stderr.String(), followBeforeSocketDeadline, 3*time.Second)
+		}
+	}
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	awaitFollowEnd(t, follow, ended, &stderr)
+	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
+		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
+	}
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
+	}
+	l.settle()
+}

@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"golang.org/x/sys/unix"
+
+	"procmon/internal/state"
+)
+
+// followBeforeSocketDeadline bounds how long a test waits for logs -f to
+// show what it must show while its guardian is stopped: ample for a
+// command that needs no answer from the guardian, and short of the 10 s a
+// follow used to wait for a stopped guardian to answer its subscription
+// before it showed anything at all.
+const followBeforeSocketDeadline = 8 * time.Second
+
+// TestLogsFollowGuardianStopped: logs -f of a monitor whose guardian was
+// stopped until its custody lapsed shows the tail, and says that custody
+// lapsed, while the guardian is still stopped: it used to show nothing
+// until its subscription to the stopped guardian gave up, 10 s later.
+// Resumed, the guardian drains and the follow ends with the monitor.
+func TestLogsFollowGuardianStopped(t *testing.T) {
+	work := t.TempDir()
+	stateDir := filepath.Join(work, "state")
+	procmon := procmonIn(t, stateDir, work)
+	configureGrace(t, procmon, 2)
+	id := startMonitor(t, procmon, "start", "--", "printer", "-stay", "one", "two", "three")
+	awaitLogBytes(t, stateDir, id, int64(len("one\ntwo\nthree\n")))
+	m := recordOf(t, stateDir, id)
+	if err := stopOutsideLock(m.GuardianPID, m.GuardianStartTicks, (&state.Dir{Path: stateDir}).MonitorDir(id)); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Kill(m.GuardianPID, unix.SIGCONT)
+	awaitStatus(t, procmon, id, state.StatusNeedsReconciliation)
+
+	var stdout, stderr lockedBuffer
+	follow := procmon("logs", "-f", id, "--tail", "2")
+	follow.Stdout, follow.Stderr = &stdout, &stderr
+	ended := startFollow(t, follow)
+	shown := func() bool {
+		return stdout.String() == "two\nthree\n" && strings.Contains(stderr.String(), "procmon reconcile "+id)
+	}
+	for deadline := time.Now().Add(followBeforeSocketDeadline); !shown(); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-ended:
+			t.Fatalf("logs -f ended (%v) while the guardian was stopped; stdout %q, stderr %q", err, stdout.String(), stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			follow.Process.Kill()
+			<-ended
+			t.Fatalf("logs -f showed %q and said %q within %v, its guardian stopped; want the last 2 lines and the lapse", stdout.String(), stderr.String(), followBeforeSocketDeadline)
+		}
+	}
+
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	awaitFollowEnd(t, follow, ended, &stderr)
+	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
+		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
+	}
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
+// configureGrace enables procmon with an ownership window of seconds, so
+// that a stopped guardian's custody lapses that soon.
+func configureGrace(t *testing.T, procmon func(args ...string) *exec.Cmd, seconds int) {
+	t.Helper()
+	c := procmon("configure")
+	c.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
+		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+		"monitor_owner_grace_seconds": ` + strconv.Itoa(seconds) + `, "monitor_timeout_seconds": null,
+		"max_output_bytes": 1000000, "command_limit": 20}}`)
+	runProcmonCmd(t, c)
+}
+
+// awaitStatus waits until status shows monitor id with status want.
+func awaitStatus(t *testing.T, procmon func(args ...string) *exec.Cmd, id, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+		got := gjson.GetBytes(runProcmon(t, procmon, "status", id), "status").String()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("monitor %s is %s after %v, want %s", id, got, patience, want)
+		}
+	}
+}
+
+// startFollow starts a logs -f command and returns what its end sends.
+func startFollow(t *testing.T, follow *exec.Cmd) <-chan error {
+	t.Helper()
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- follow.Wait() }()
+	return ended
+}
+
+// awaitFollowEnd waits for a logs -f command, started by startFollow, to
+// end of itself with exit status 0.
+func awaitFollowEnd(t *testing.T, follow *exec.Cmd, ended <-chan error, stderr *lockedBuffer) {
+	t.Helper()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("logs -f: %v; stderr %q", err, stderr.String())
+		}
+	case <-time.After(patience):
+		follow.Process.Kill()
+		<-ended
+		t.Fatalf("logs -f did not end within %v of its monitor; stderr %q", patience, stderr.String())
+	}
+}
