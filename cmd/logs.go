@@ -93,8 +93,9 @@ the last 10 lines unless --tail, --since or --offset says otherwise, and
 shows them at once, whatever state the guardian is in. A guardian that
 stops renewing custody (stopped, or stalled) moves the text no more until
 it runs again: that is said once on stderr, with how to settle it, as
-soon as custody lapses. It writes text only: asked for JSON (--json,
--o json) it refuses.
+soon as custody lapses. A guardian that is gone ends the follow, which
+says so on stderr, piped or not. It writes text only: asked for JSON
+(--json, -o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
 marks the log's offset each second it writes (output.times), so --since
@@ -147,10 +148,17 @@ the clipboard. Piped, or as JSON, the text is the service's, byte for byte.`,
 					g.exitStatus = protocol.CodeWaitInterrupted.ExitStatus()
 					return nil
 				}
-				if err == nil && ended != nil && g.human {
-					// Said on stderr, so the text on stdout stays the
-					// service's own.
-					fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(followEndNote(viewOf(ended))))
+				if err == nil && ended != nil {
+					switch {
+					case g.human:
+						// Said on stderr, so the text on stdout stays the
+						// service's own.
+						fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(followEndNote(viewOf(ended))))
+					case ended.Status == state.StatusNeedsReconciliation:
+						// Its guardian is gone: piped too, the follow says
+						// why it ended without a receipt, as it says a lapse.
+						fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(custodyLapsedNote(ended)))
+					}
 				}
 				return err
 			}
@@ -288,8 +296,7 @@ func followLogs(env *Env, req logsRequest) (*proc.Observation, error) {
 			// again, and the text goes on then. Until it does nothing
 			// moves, which the person following is told once, on stderr.
 			lapseSaid = true
-			fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(fmt.Sprintf(
-				"procmon: custody of %s lapsed (%s): its output stops until its guardian runs again; procmon reconcile %s settles it", req.MonitorID, o.Why, req.MonitorID)))
+			fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(custodyLapsedNote(o)))
 		}
 		for {
 			w, err := dir.ReadLogWindow(o.Monitor, &offset, 1<<20, final)
@@ -367,4 +374,16 @@ func followChanges(ctx context.Context, t wait.Target, custody wait.Custody, now
 	guardianCtx, cancel := context.WithTimeout(ctx, talk)
 	defer cancel()
 	return wait.WatchChanges(ctx, guardianCtx, t)
+}
+
+// custodyLapsedNote is what a follow says on stderr of monitor o, whose
+// custody lapsed: while its guardian lives (stopped, stalled), that the
+// text stops until it runs again; once it is gone, that no more comes.
+func custodyLapsedNote(o *proc.Observation) string {
+	id := o.Monitor.MonitorID
+	next := "its output stops until its guardian runs again"
+	if o.OutputEnded() {
+		next = "no guardian is left to write its output"
+	}
+	return fmt.Sprintf("procmon: custody of %s lapsed (%s): %s; procmon reconcile %s settles it", id, o.Why, next, id)
 }

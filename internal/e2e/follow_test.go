@@ -71,6 +71,39 @@ func TestLogsFollowGuardianStopped(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
+// TestLogsFollowGuardianGone: logs -f of a monitor whose guardian was
+// killed shows the tail, then ends, saying on stderr (piped, where no
+// terminal note says how the follow ended) that custody lapsed with no
+// guardian left, and what settles it.
+func TestLogsFollowGuardianGone(t *testing.T) {
+	work := t.TempDir()
+	stateDir := filepath.Join(work, "state")
+	procmon := procmonIn(t, stateDir, work)
+	runProcmon(t, procmon, "configure", "--enable")
+	id := startMonitor(t, procmon, "start", "--", "printer", "-stay", "one", "two", "three")
+	awaitLogBytes(t, stateDir, id, int64(len("one\ntwo\nthree\n")))
+	m := recordOf(t, stateDir, id)
+	if err := unix.Kill(m.GuardianPID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after SIGKILL", m.GuardianPID)
+	}
+
+	var stdout, stderr lockedBuffer
+	follow := procmon("logs", "-f", id, "--tail", "2")
+	follow.Stdout, follow.Stderr = &stdout, &stderr
+	awaitFollowEnd(t, follow, startFollow(t, follow), &stderr)
+	if got := stdout.String(); got != "two\nthree\n" {
+		t.Errorf("logs -f of a monitor whose guardian is gone showed %q, want %q", got, "two\nthree\n")
+	}
+	if said := stderr.String(); strings.Count(said, "lapsed") != 1 || !strings.Contains(said, "no guardian is left") || !strings.Contains(said, "procmon reconcile "+id) {
+		t.Errorf("logs -f of a monitor whose guardian is gone said %q; want once that custody lapsed with no guardian left, and the reconcile", said)
+	}
+	runProcmon(t, procmon, "reconcile", id)
+	assertNothingLeft(t, stateDir)
+}
+
 // configureGrace enables procmon with an ownership window of seconds, so
 // that a stopped guardian's custody lapses that soon.
 func configureGrace(t *testing.T, procmon func(args ...string) *exec.Cmd, seconds int) {
