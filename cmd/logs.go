@@ -206,7 +206,9 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 		return nil, err
 	}
 	m := o.Monitor
-	if !o.Terminal() {
+	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
+		// As status: a guardian whose custody lapsed (stopped, say) is
+		// not asked, which held logs for the ping's 2 s.
 		proc.LiveCounters(dir, m)
 	}
 	w, err := dir.ReadLogWindow(m, req.Offset, maxBytes, o.OutputEnded())
