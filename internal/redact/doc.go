@@ -48,8 +48,10 @@
 //   - wrapped base64: a line break inside base64 text stands for
 //     nothing. Base64 is wrapped at 76 characters (base64, MIME) or 64
 //     (openssl, PEM), so a base64 form in a longer blob may cross a line.
-//     A break counts only after 64 base64 characters in a row, so that an
-//     ordinary line is never held back at its end.
+//     A break counts only after 64 base64 characters in a row, so that a
+//     line is held back at its end (its line break, and what may begin a
+//     form before it, until the next byte) only when it ends in 64 such
+//     characters: a base64 line, or a digest or separator line that long.
 //
 // Each family is a lane of the stream that decodes its escapes and feeds
 // what they stand for to the same automaton, so this is still one pass

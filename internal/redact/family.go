@@ -206,7 +206,8 @@ func quoteFamily(q byte) family {
 // back the last characters of every line that might begin a base64 form,
 // and the line break, until the next line came (a service that prints
 // "listening on :8000" and waits would have shown "listening on :80").
-// The break stands for nothing, so a form that begins on the next line
+// A line that ends in 64 such characters (a digest, a separator of
+// dashes) is still held so. The break stands for nothing, so a form that begins on the next line
 // is redacted from its first character, not from the break.
 var wrapFamily = family{
 	name:       "wrap",

@@ -145,16 +145,19 @@ func (l *lane) opens(s *Stream, j int64) bool {
 	if f.after == nil {
 		return true
 	}
+	// From the byte before j back: a break right after another one, or
+	// after a space, is refused at its first look.
 	from := j - int64(f.afterLen)
 	if from >= s.curBase {
-		for _, b := range s.cur[from-s.curBase : j-s.curBase] {
-			if !f.after[b] {
+		run := s.cur[from-s.curBase : j-s.curBase]
+		for k := len(run) - 1; k >= 0; k-- {
+			if !f.after[run[k]] {
 				return false
 			}
 		}
 		return true
 	}
-	for k := from; k < j; k++ {
+	for k := j - 1; k >= from; k-- {
 		if b, ok := s.rawAt(k); !ok || !f.after[b] {
 			return false
 		}
@@ -366,10 +369,20 @@ func (l *lane) frontier(s *Stream, pos int64, final bool) int64 {
 		e := l.esc[:l.escLen]
 		for st := l.state; st != 0; st = a.states[st].fail {
 			if a.states[st].info&flag != 0 && l.mayContinue(a, st, e, flag) {
-				return l.ring[(l.k-int64(a.states[st].depth))&mask]
+				from := l.ring[(l.k-int64(a.states[st].depth))&mask]
+				if l.fam.bare && l.escStart-from < minTail {
+					// A bare escape's prefix stands for nothing: only
+					// the characters before it may be secret, and fewer
+					// than minTail of them are released. Counted with
+					// them, a line break made "a\r\n" after a long base64
+					// line a tail of three, and a marker at the end of
+					// the stream.
+					return pos
+				}
+				return from
 			}
 		}
-		if l.mayContinue(a, 0, e, flag) {
+		if !l.fam.bare && l.mayContinue(a, 0, e, flag) {
 			return l.escStart
 		}
 		return pos

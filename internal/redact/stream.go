@@ -103,6 +103,10 @@ func (s *Stream) Redact(dst, p []byte) []byte {
 	return dst
 }
 
+// minTail is the shortest held-back tail that Flush replaces by the
+// marker: a shorter one is released as is.
+const minTail = 3
+
 // Flush ends the stream: it decides the held-back bytes, appends them to
 // dst and returns dst. A held-back tail of three or more bytes that could
 // still have become a credential is replaced by Marker; a shorter one is
@@ -112,7 +116,7 @@ func (s *Stream) Flush(dst []byte) []byte {
 		return dst
 	}
 	s.dst, s.cur, s.curBase = dst, nil, s.pos
-	if f := s.frontierAt(s.pos, true); s.pos-f >= 3 {
+	if f := s.frontierAt(s.pos, true); s.pos-f >= minTail {
 		s.addInterval(f, s.pos)
 	}
 	s.release(s.pos)

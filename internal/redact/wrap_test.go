@@ -121,3 +121,29 @@ func TestWrapHoldsOnlyAfterBase64Lines(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapTailAtEndOfStream: at the end of a stream, a line break after
+// a long base64 line stands for nothing, so it does not count toward the
+// three bytes of a held tail that Flush redacts: one or two characters
+// that begin a base64 form are released with the break, as they are
+// without it; three or more are redacted, as a needle's prefix is.
+func TestWrapTailAtEndOfStream(t *testing.T) {
+	const secret = "hunter2hunter2"
+	r := mustNew(t, secret)
+	form := base64Forms(secret)[0] // aHVudGVy...
+	line := strings.Repeat("QUJD", 16)
+	for _, c := range []struct {
+		in, want string
+	}{
+		{line + form[:1] + "\r\n", line + form[:1] + "\r\n"},
+		{line + form[:2] + "\n", line + form[:2] + "\n"},
+		{line + form[:2] + "\r\n", line + form[:2] + "\r\n"},
+		{line + "\n", line + "\n"},
+		{line + form[:4] + "\n", line + Marker},
+	} {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+		checkChunkings(t, r, []string{secret}, []byte(c.in), rand.New(rand.NewPCG(1, 2)))
+	}
+}
