@@ -120,16 +120,17 @@ const maxArgLen = 32 * 4096
 // (at most 6 MiB, at least maxArgLen). Found at exec, it cost the slot
 // the command took. The count leaves out what the kernel adds (the
 // program's path, a script's interpreter), so it refuses nothing that
-// execve would run.
+// execve would run. The refusal names the bound, never a size: an
+// argument or variable may hold a secret, whose length is not told.
 func (c *Command) checkSize() error {
 	for i, a := range c.Argv {
 		if len(a)+1 > maxArgLen {
-			return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] is %d bytes; execve passes at most %d bytes in one argument`, i, len(a), maxArgLen-1).With("field", "argv")
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv": argv[%d] is longer than execve passes (%d bytes in one argument)`, i, maxArgLen-1).With("field", "argv")
 		}
 	}
 	for k, v := range c.Env {
-		if n := len(k) + 1 + len(v); n+1 > maxArgLen {
-			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %s=... is %d bytes; execve passes at most %d bytes in one variable`, k, n, maxArgLen-1).With("field", "env")
+		if len(k)+1+len(v)+1 > maxArgLen {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %s=... is longer than execve passes (%d bytes in one variable)`, k, maxArgLen-1).With("field", "env")
 		}
 	}
 	limit := uint64(6 << 20)
@@ -147,7 +148,7 @@ func (c *Command) checkSize() error {
 		size += uint64(len(kv)) + 1
 	}
 	if size > limit {
-		return protocol.Errorf(protocol.CodeInvalidRequest, `fields "argv" and "env": the arguments and environment are %d bytes; execve passes at most %d here (a quarter of the stack limit)`, size, limit).With("field", "argv")
+		return protocol.Errorf(protocol.CodeInvalidRequest, `fields "argv" and "env": the arguments and environment are longer than execve passes here (%d bytes, a quarter of the stack limit)`, limit).With("field", "argv")
 	}
 	return nil
 }
