@@ -433,10 +433,11 @@ func TestConfigureHelpShowsTheExample(t *testing.T) {
 }
 
 // TestEmptyListSaysWhyNoStart: where a start would be refused (monitors
-// disabled, a run that does not allow start or has ended), an empty list
-// on a terminal says why, with the advice the start's refusal gives (the
-// command that enables them, a new run), instead of advising a start that
-// would be refused. The JSON is the empty listing, as before.
+// disabled, a run that does not allow start, has ended or has used its
+// slots), an empty list on a terminal says why, with the advice the
+// start's refusal gives (the command that enables them, a new run),
+// instead of advising a start that would be refused. The JSON is the
+// empty listing, as before.
 func TestEmptyListSaysWhyNoStart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	// lastLine is the line the view ends with, under the table's header.
@@ -518,4 +519,21 @@ func TestEmptyListSaysWhyNoStart(t *testing.T) {
 		t.Fatalf("run end: exit %d %s", status, raw)
 	}
 	checkView("ended run", ended, startRefusedAs("run_ended", "--run", ended), "create a new one with procmon run new, and select it with --run ID or PROCMON_RUN=ID")
+
+	// Nor in a run that has used its slots (an exec's, which list does
+	// not show, taken here directly).
+	limited := `{"sandbox": {"mode": "host", "process_monitor": true,
+		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
+		"max_output_bytes": 1000000, "command_limit": 1}}`
+	if status, _, raw := runIn(t, dir, limited, "configure"); status != 0 {
+		t.Fatalf("configure a limit of 1: exit %d %s", status, raw)
+	}
+	spent := newRun()
+	limit := int64(1)
+	if _, err := (&state.Dir{Path: dir}).TakeOrdinal(spent, &limit, nil); err != nil {
+		t.Fatal(err)
+	}
+	refusal := startRefusedAs("command_budget_exhausted", "--run", spent)
+	checkView("run out of slots", spent, refusal, refusal[strings.Index(refusal, ";"):])
 }

@@ -137,23 +137,30 @@ func runList(env *Env, g *globals, opts listOptions) error {
 		// A run named in PROCMON_RUN that is no run (under --all-runs)
 		// has nothing to say here.
 		if runID, err := selectedRun(env, g); err == nil {
-			resp.startRefused = startRefused(dir, runID)
+			resp.startRefused = startRefused(env, dir, runID)
 		}
 	}
 	return respond(env, g, resp)
 }
 
 // startRefused is why a start in run runID would be refused before it
-// ran anything (monitors disabled, a run that does not grant start or
-// has ended), advised as that refusal is (see advise); "" when it would
-// not be, or when the run cannot be read, which a start would say. The
-// default run is made by the first start, while monitors are on.
-func startRefused(dir *state.Dir, runID string) string {
+// ran anything (monitors disabled, a run that does not grant start, has
+// ended, or has used its slots), advised as that refusal is (see
+// advise); "" when it would not be, or when the run cannot be read, which
+// a start would say. The default run is made by the first start, while
+// monitors are on.
+func startRefused(env *Env, dir *state.Dir, runID string) string {
 	run, err := dir.LoadRun(runID)
 	switch {
 	case err == nil:
-		if err = run.Grants(state.StartTool); err == nil && run.EndedAtMs != nil {
-			err = protocol.Errorf(protocol.CodeRunEnded, "run %s has ended and takes no more commands", run.RunID).With("run_id", run.RunID)
+		// As a start is admitted: an owner found gone ends the run, as
+		// its watchers would.
+		if _, err = dir.Admit(runID, state.StartTool, env.Now().UnixMilli(), proc.OwnerAlive); err == nil {
+			if limit := run.Policy.Sandbox.CommandLimit; limit != nil {
+				if used, uerr := dir.BudgetUsed(runID); uerr == nil && used >= *limit {
+					err = state.BudgetExhausted(runID, used, *limit)
+				}
+			}
 		}
 	case runID == state.DefaultRun && protocol.HasCode(err, protocol.CodeUnknownRun):
 		_, err = dir.EnabledSettings()

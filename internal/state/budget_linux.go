@@ -186,8 +186,7 @@ func (d *Dir) TakeOrdinal(id string, limit *int64, whileSyncing func(ordinal int
 			return err
 		}
 		if limit != nil && st.used >= *limit {
-			return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots", id, st.used, *limit).
-				With("run_id", id).With("used", st.used).With("command_limit", *limit)
+			return BudgetExhausted(id, st.used, *limit)
 		}
 		if st.burn != nil {
 			if err := writeBudgetSlot(f, id, budget{Used: st.used}, *st.burn); err != nil {
@@ -255,6 +254,13 @@ func (d *Dir) migrateLegacyBudget(dir string) error {
 		return fmt.Errorf("remove the legacy budget of %s: %w", dir, err)
 	}
 	return syncTrusted(d.Path, dir)
+}
+
+// BudgetExhausted is the refusal of a command in run id, which has used
+// used of its limit command slots.
+func BudgetExhausted(id string, used, limit int64) error {
+	return protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run %s has used %d of %d command slots", id, used, limit).
+		With("run_id", id).With("used", used).With("command_limit", limit)
 }
 
 // BudgetUsed reports how many command slots a run has used.
