@@ -15,15 +15,7 @@ import (
 func TestConcurrentStartsNeverExceedBudget(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
-	settings := `{"sandbox": {"mode": "host", "process_monitor": true,
-		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
-		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
-		"max_output_bytes": 1000000, "command_limit": 10}}`
-	configure := procmon("configure")
-	configure.Stdin = strings.NewReader(settings)
-	if out, err := configure.CombinedOutput(); err != nil {
-		t.Fatalf("configure: %v %s", err, out)
-	}
+	storeSettings(t, procmon, hostSettings{graceSeconds: 30, maxOutputBytes: 1000000, commandLimit: 10})
 	const starts = 30
 	type result struct {
 		out  []byte

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -22,14 +21,7 @@ func TestCapThenExitIsOutputLimit(t *testing.T) {
 	const tries = 12
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
-	configure := procmon("configure")
-	configure.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
-		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
-		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
-		"max_output_bytes": 2000, "command_limit": 40}}`)
-	if out, err := configure.CombinedOutput(); err != nil {
-		t.Fatalf("configure: %v %s", err, out)
-	}
+	storeSettings(t, procmon, hostSettings{graceSeconds: 30, maxOutputBytes: 2000, commandLimit: 40})
 	// 4 KiB from a shell's builtins: written and ended within a
 	// millisecond or so, before procmon looks (printer, a large binary,
 	// takes longer to start than procmon to look).

@@ -40,23 +40,7 @@ func TestFaultsFollowSaysCustodyLapsed(t *testing.T) {
 			t.Fatalf("logs -f said nothing within %v of the lapse; stderr %q", patience, stderr.String())
 		}
 	}
-	unix.Kill(m.GuardianPID, unix.SIGCONT)
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatalf("logs -f once the resumed guardian drained: %v; stderr %q", err, stderr.String())
-		}
-	case <-time.After(patience):
-		follow.Process.Kill()
-		<-ended
-		t.Fatalf("logs -f did not end within %v of its guardian's drain", patience)
-	}
-	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
-		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
-	}
-	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
-		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
-	}
+	resumeAndAwaitEnd(t, m, follow, ended, &stderr)
 	l.settle()
 }
 
@@ -102,13 +86,6 @@ func TestFaultsFollowGuardianStoppedBeforeWatch(t *testing.T) {
 			t.Fatalf("logs -f said %q within %v of subscribing to a stopped guardian whose window is %v; want the lapse", stderr.String(), followBeforeSocketDeadline, 3*time.Second)
 		}
 	}
-	unix.Kill(m.GuardianPID, unix.SIGCONT)
-	awaitFollowEnd(t, follow, ended, &stderr)
-	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
-		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
-	}
-	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
-		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
-	}
+	resumeAndAwaitEnd(t, m, follow, ended, &stderr)
 	l.settle()
 }

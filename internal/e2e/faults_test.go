@@ -90,13 +90,7 @@ func newFaultLabOn(t *testing.T, size string, graceSeconds, limit, maxOutput int
 		}
 	})
 	l.procmon = procmonIn(t, l.state, cwd)
-	body := fmt.Sprintf(`{"sandbox": {"mode": "host", "process_monitor": true,
- "work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
- "monitor_owner_grace_seconds": %d, "monitor_timeout_seconds": null,
- "max_output_bytes": %d, "command_limit": %d}}`, graceSeconds, maxOutput, limit)
-	c := l.command("", "configure")
-	c.Stdin = strings.NewReader(body)
-	l.answer(c)
+	storeSettings(t, l.procmon, hostSettings{graceSeconds: graceSeconds, maxOutputBytes: maxOutput, commandLimit: limit})
 	return l
 }
 

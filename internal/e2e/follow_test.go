@@ -3,7 +3,6 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +29,8 @@ func TestLogsFollowGuardianStopped(t *testing.T) {
 	work := t.TempDir()
 	stateDir := filepath.Join(work, "state")
 	procmon := procmonIn(t, stateDir, work)
-	configureGrace(t, procmon, 2)
+	// A stopped guardian's custody lapses 2 s after its last renewal.
+	storeSettings(t, procmon, hostSettings{graceSeconds: 2, maxOutputBytes: 1000000, commandLimit: 20})
 	id := startMonitor(t, procmon, "start", "--", "printer", "-stay", "one", "two", "three")
 	awaitLogBytes(t, stateDir, id, int64(len("one\ntwo\nthree\n")))
 	m := recordOf(t, stateDir, id)
@@ -60,14 +60,7 @@ func TestLogsFollowGuardianStopped(t *testing.T) {
 		}
 	}
 
-	unix.Kill(m.GuardianPID, unix.SIGCONT)
-	awaitFollowEnd(t, follow, ended, &stderr)
-	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
-		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
-	}
-	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
-		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
-	}
+	resumeAndAwaitEnd(t, m, follow, ended, &stderr)
 	assertNothingLeft(t, stateDir)
 }
 
@@ -104,18 +97,6 @@ func TestLogsFollowGuardianGone(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
-// configureGrace enables procmon with an ownership window of seconds, so
-// that a stopped guardian's custody lapses that soon.
-func configureGrace(t *testing.T, procmon func(args ...string) *exec.Cmd, seconds int) {
-	t.Helper()
-	c := procmon("configure")
-	c.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
-		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
-		"monitor_owner_grace_seconds": ` + strconv.Itoa(seconds) + `, "monitor_timeout_seconds": null,
-		"max_output_bytes": 1000000, "command_limit": 20}}`)
-	runProcmonCmd(t, c)
-}
-
 // awaitStatus waits until status shows monitor id with status want.
 func awaitStatus(t *testing.T, procmon func(args ...string) *exec.Cmd, id, want string) {
 	t.Helper()
@@ -139,6 +120,21 @@ func startFollow(t *testing.T, follow *exec.Cmd) <-chan error {
 	ended := make(chan error, 1)
 	go func() { ended <- follow.Wait() }()
 	return ended
+}
+
+// resumeAndAwaitEnd resumes the stopped guardian of m and waits for the
+// follow of its monitor to end with the drain that follows: the lapse
+// said once, and the guardian gone.
+func resumeAndAwaitEnd(t *testing.T, m *state.Monitor, follow *exec.Cmd, ended <-chan error, stderr *lockedBuffer) {
+	t.Helper()
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	awaitFollowEnd(t, follow, ended, stderr)
+	if n := strings.Count(stderr.String(), "lapsed"); n != 1 {
+		t.Errorf("the lapse was said %d times: %q", n, stderr.String())
+	}
+	if !awaitGone(m.GuardianPID, m.GuardianStartTicks) {
+		t.Fatalf("guardian %d still runs after its drain", m.GuardianPID)
+	}
 }
 
 // awaitFollowEnd waits for a logs -f command, started by startFollow, to

@@ -47,6 +47,23 @@ func procmonIn(t *testing.T, stateDir, cwd string) func(args ...string) *exec.Cm
 	}
 }
 
+// hostSettings are runner settings for a test: monitors on, no work
+// duration or monitor timeout, and these.
+type hostSettings struct {
+	graceSeconds, maxOutputBytes, commandLimit int
+}
+
+// storeSettings stores s with procmon configure.
+func storeSettings(t *testing.T, procmon func(args ...string) *exec.Cmd, s hostSettings) {
+	t.Helper()
+	c := procmon("configure")
+	c.Stdin = strings.NewReader(fmt.Sprintf(`{"sandbox": {"mode": "host", "process_monitor": true,
+		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
+		"monitor_owner_grace_seconds": %d, "monitor_timeout_seconds": null,
+		"max_output_bytes": %d, "command_limit": %d}}`, s.graceSeconds, s.maxOutputBytes, s.commandLimit))
+	runProcmonCmd(t, c)
+}
+
 // runProcmon runs a procmon command that must succeed and returns its stdout.
 func runProcmon(t *testing.T, procmon func(args ...string) *exec.Cmd, args ...string) []byte {
 	t.Helper()

@@ -17,20 +17,13 @@ import (
 // secret's length.
 func TestAnswersHideSecretLength(t *testing.T) {
 	for _, capped := range []bool{false, true} {
-		limit := "1000000"
+		limit := 1000000
 		if capped {
-			limit = "600"
+			limit = 600
 		}
 		stateDir := filepath.Join(t.TempDir(), "state")
 		procmon := procmonIn(t, stateDir, t.TempDir())
-		configure := procmon("configure")
-		configure.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
-			"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
-			"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
-			"max_output_bytes": ` + limit + `, "command_limit": 20}}`)
-		if out, err := configure.CombinedOutput(); err != nil {
-			t.Fatalf("configure: %v %s", err, out)
-		}
+		storeSettings(t, procmon, hostSettings{graceSeconds: 30, maxOutputBytes: limit, commandLimit: 20})
 		// The secret, then 1000 bytes of a pattern; capped, the service
 		// stays until the cap drains it, so that it never ends first.
 		argv := `["sh", "-c", "printer -env API_TOKEN; printer -bytes 1000"]`
@@ -97,14 +90,7 @@ func fields(r gjson.Result, names ...string) string {
 func TestCapEndsBeforeMarker(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
-	configure := procmon("configure")
-	configure.Stdin = strings.NewReader(`{"sandbox": {"mode": "host", "process_monitor": true,
-		"work_duration": {"protocol": "forge-work-duration-v2", "timeout_seconds": null},
-		"monitor_owner_grace_seconds": 30, "monitor_timeout_seconds": null,
-		"max_output_bytes": 600, "command_limit": 20}}`)
-	if out, err := configure.CombinedOutput(); err != nil {
-		t.Fatalf("configure: %v %s", err, out)
-	}
+	storeSettings(t, procmon, hostSettings{graceSeconds: 30, maxOutputBytes: 600, commandLimit: 20})
 	// 595 bytes of printer's pattern, then the secret (its marker takes
 	// bytes 595 to 604), then more; the service stays until the cap
 	// drains it. How much of the rest is read before the drain varies:

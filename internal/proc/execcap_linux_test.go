@@ -66,15 +66,8 @@ func receiptJSON(r *state.Receipt) string {
 // the same command was exited (its capture cut all the same) about half
 // the time.
 func TestExecPastCapThenExitedIsOutputLimit(t *testing.T) {
-	spec := execSpec("echo $$; yes | head -c 20000")
-	limit := int64(2000)
-	spec.MaxOutputBytes = &limit
-	p, err := PrepareExec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.out.filter = &readAfterReap{outputFilter: p.out.filter, t: t}
-	res := runPrepared(t, context.Background(), p)
+	const limit = 2000
+	res := runReadAfterReap(t, "echo $$; yes | head -c 20000", limit)
 	r := res.Receipt
 	if r.Status != state.StatusOutputLimit || r.Reason != "output_limit" || r.ExitCode == nil || *r.ExitCode != 0 || r.Signal != nil {
 		t.Errorf("receipt %s, want output_limit with exit code 0", receiptJSON(r))
@@ -91,19 +84,25 @@ func TestExecPastCapThenExitedIsOutputLimit(t *testing.T) {
 // however it is read, is exited: only an output past the cap makes an
 // exit output_limit.
 func TestExecUnderCapExited(t *testing.T) {
-	spec := execSpec("echo $$; yes | head -c 1000")
-	limit := int64(2000)
-	spec.MaxOutputBytes = &limit
-	p, err := PrepareExec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.out.filter = &readAfterReap{outputFilter: p.out.filter, t: t}
-	res := runPrepared(t, context.Background(), p)
+	res := runReadAfterReap(t, "echo $$; yes | head -c 1000", 2000)
 	if r := res.Receipt; r.Status != state.StatusExited || r.Reason != "exited" || r.ExitCode == nil || *r.ExitCode != 0 {
 		t.Errorf("receipt %s, want exited with exit code 0", receiptJSON(r))
 	}
 	if res.CaptureLimit || res.CapturedBytes != res.StreamBytes {
 		t.Errorf("capture limit %v, stream %d, captured %d: want the whole capture", res.CaptureLimit, res.StreamBytes, res.CapturedBytes)
 	}
+}
+
+// runReadAfterReap runs script under an output cap of limit bytes, its
+// output read only once the command has been reaped (readAfterReap).
+func runReadAfterReap(t *testing.T, script string, limit int64) *ExecResult {
+	t.Helper()
+	spec := execSpec(script)
+	spec.MaxOutputBytes = &limit
+	p, err := PrepareExec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.out.filter = &readAfterReap{outputFilter: p.out.filter, t: t}
+	return runPrepared(t, context.Background(), p)
 }
