@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +29,7 @@ func TestFaultsFollowSaysCustodyLapsed(t *testing.T) {
 	go func() { ended <- follow.Wait() }()
 	l.stopGuardian(id, m)
 	l.awaitLapse(id)
-	for deadline := time.Now().Add(patience); !strings.Contains(stderr.String(), "procmon reconcile "+id); time.Sleep(50 * time.Millisecond) {
-		select {
-		case err := <-ended:
-			t.Fatalf("logs -f ended (%v) while the guardian was stopped; stderr %q", err, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			follow.Process.Kill()
-			<-ended
-			t.Fatalf("logs -f said nothing within %v of the lapse; stderr %q", patience, stderr.String())
-		}
-	}
+	awaitLapseSaid(t, id, follow, ended, &stderr, patience, "of the lapse")
 	resumeAndAwaitEnd(t, m, follow, ended, &stderr)
 	l.settle()
 }
@@ -74,7 +64,18 @@ func TestFaultsFollowGuardianStoppedBeforeWatch(t *testing.T) {
 	}
 	l.stopGuardian(id, m)
 	unix.Kill(follow.Process.Pid, unix.SIGCONT)
-	for deadline := time.Now().Add(followBeforeSocketDeadline); !strings.Contains(stderr.String(), "procmon reconcile "+id); time.Sleep(20 * time.Millisecond) {
+	awaitLapseSaid(t, id, follow, ended, &stderr, followBeforeSocketDeadline, "of subscribing to a stopped guardian whose window is 3s")
+	resumeAndAwaitEnd(t, m, follow, ended, &stderr)
+	l.settle()
+}
+
+// awaitLapseSaid waits, at most within, for the follow of monitor id,
+// whose guardian is stopped, to say on stderr that custody lapsed; since
+// is what within counts from, for the failure's message. The follow must
+// not end meanwhile.
+func awaitLapseSaid(t *testing.T, id string, follow *exec.Cmd, ended <-chan error, stderr *lockedBuffer, within time.Duration, since string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !strings.Contains(stderr.String(), "procmon reconcile "+id); time.Sleep(20 * time.Millisecond) {
 		select {
 		case err := <-ended:
 			t.Fatalf("logs -f ended (%v) while the guardian was stopped; stderr %q", err, stderr.String())
@@ -83,9 +84,7 @@ func TestFaultsFollowGuardianStoppedBeforeWatch(t *testing.T) {
 		if time.Now().After(deadline) {
 			follow.Process.Kill()
 			<-ended
-			t.Fatalf("logs -f said %q within %v of subscribing to a stopped guardian whose window is %v; want the lapse", stderr.String(), followBeforeSocketDeadline, 3*time.Second)
+			t.Fatalf("logs -f said %q within %v %s; want the lapse", stderr.String(), within, since)
 		}
 	}
-	resumeAndAwaitEnd(t, m, follow, ended, &stderr)
-	l.settle()
 }
