@@ -85,20 +85,23 @@ func TestStartRefusesNames(t *testing.T) {
 	}
 	var cases []refusal
 	for why, name := range map[string]string{
-		"empty":        "",
-		"too long":     strings.Repeat("x", 65),
-		"long in utf8": strings.Repeat("\u00e9", 33),
-		"not utf8":     "caf\xe9",
-		"tab":          "tab\there",
-		"newline":      "two\nlines",
-		"zero width":   "web\u200b",
-		"override":     "\u202egnp.exe",
-		"a token":      "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
-		"escape":       "evil\x1b[2J\x1b[31mRED",
-		"nul":          "a\x00b",
-		"del":          "a\x7f",
-		"c1":           "a\u0085b",
-		"id prefix":    "m_web",
+		"empty":         "",
+		"too long":      strings.Repeat("x", 65),
+		"long in utf8":  strings.Repeat("\u00e9", 33),
+		"not utf8":      "caf\xe9",
+		"tab":           "tab\there",
+		"newline":       "two\nlines",
+		"zero width":    "web\u200b",
+		"override":      "\u202egnp.exe",
+		"a token":       "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",
+		"escape":        "evil\x1b[2J\x1b[31mRED",
+		"nul":           "a\x00b",
+		"del":           "a\x7f",
+		"c1":            "a\u0085b",
+		"id prefix":     "m_web",
+		"spaces only":   "   ",
+		"leading space": " web",
+		"trailing nbsp": "web\u00a0",
 	} {
 		cases = append(cases, refusal{why + " by flag", "", []string{"start", "--name", name, "true"}, "invalid_request", 2, `"field":"name"`})
 		if !utf8.ValidString(name) {
@@ -155,6 +158,9 @@ func TestNameSchemaAgreesWithStart(t *testing.T) {
 	for r := rune(0); r <= 0xffff; r++ {
 		if unicode.Is(unicode.Cf, r) {
 			names = append(names, "a"+string(r)+"b")
+		}
+		if unicode.IsSpace(r) {
+			names = append(names, string(r)+"web", "web"+string(r), "my"+string(r)+"web")
 		}
 	}
 	for _, name := range append(names, "web", "my api", "m", "m-web", "api_m_", "caf\u00e9", strings.Repeat("x", 64),

@@ -250,7 +250,7 @@ var schemaCatalog = &schema.Catalog{
 		"execRequest.cwd":               "Working directory (absolute, or relative to the caller's). Default: the caller's.",
 		"execRequest.max_bytes":         "The most bytes of the end of the output to return (at least 4). Default 65536.",
 		"runView.policy":                "The runner settings frozen into the run when it was created.",
-		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control or invisible formatting characters, not starting with m_ (which begins a monitor id), and not of a credential's form (it would be stored redacted). Several monitors may carry one name. Absent: none.",
+		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control or invisible formatting characters, not beginning or ending with a space, not starting with m_ (which begins a monitor id), and not of a credential's form (it would be stored redacted). Several monitors may carry one name. Absent: none.",
 	},
 	Enums: map[string][]string{
 		"status":               {state.StatusRunning, state.StatusSettling, state.StatusExited, state.StatusCancelled, state.StatusTimedOut, state.StatusOutputLimit, state.StatusNeedsReconciliation},
@@ -302,7 +302,9 @@ var schemaCatalog = &schema.Catalog{
 		// No formatting character (Cf) of the Basic Multilingual Plane
 		// either (nameFormatChars); start also refuses those beyond it, and
 		// a name of a credential's form, which no pattern can say.
-		"startRequest.name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": `^[^\x00-\x1f\x7f-\x9f\xad` + nameFormatChars + `]*$`, "not": schema.Schema{"pattern": "^m_"}},
+		// Nor a space (unicode.IsSpace, nameSpaceChars) at either end.
+		"startRequest.name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": `^[^\x00-\x1f\x7f-\x9f\xad` + nameFormatChars + `]*$`,
+			"not": schema.Schema{"anyOf": []schema.Schema{{"pattern": "^m_"}, {"pattern": "^[" + nameSpaceChars + "]"}, {"pattern": "[" + nameSpaceChars + "]$"}}}},
 	},
 }
 
@@ -319,3 +321,8 @@ func codeStrings() []string {
 // pattern's character class: the three regex dialects agree on \xHH but
 // not on any escape of a wider code point.
 const nameFormatChars = "\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+
+// nameSpaceChars are the spaces (unicode.IsSpace) that are not control
+// characters, which the name's pattern refuses anywhere, written as
+// nameFormatChars is.
+const nameSpaceChars = " \\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -65,8 +65,9 @@ is the command's, flags included ("--" before it is allowed, and needed
 only for a command whose name starts with "-"). A --timeout is a work
 deadline counted from now: 30s, 10m, 2h, or a plain number of seconds.
 A --name labels the service, to name it by later (procmon logs api, or
---name api): up to 64 bytes of UTF-8 without control characters, and not
-starting with "m_", which begins a monitor id.
+--name api): up to 64 bytes of UTF-8 without control characters, not
+beginning or ending with a space, and not starting with "m_", which
+begins a monitor id.
 
 Start services in the foreground: a daemonizing service leaves its group.
 Interrupted (Ctrl-C, SIGTERM, SIGHUP) before it answers, start drains the
@@ -224,7 +225,8 @@ const maxNameBytes = 64
 // checkName refuses a name that a person could not type back, or that
 // would not show as itself: empty, longer than maxNameBytes, not UTF-8,
 // holding a control character (a tab or a newline breaks list's rows, an
-// escape drives the terminal), or starting with "m_", which on the
+// escape drives the terminal), beginning or ending with a space (of
+// spaces only, it shows as nothing), or starting with "m_", which on the
 // command line begins a monitor id. The message quotes the name escaped,
 // never as it is.
 func checkName(name string) error {
@@ -244,6 +246,10 @@ func checkName(name string) error {
 		// A zero-width space or a direction override shows as something
 		// that cannot be typed back.
 		return refuse("holds an invisible formatting character (a zero-width space, a direction override, ...): %q", name)
+	case strings.TrimFunc(name, unicode.IsSpace) != name:
+		// " web" and "web" look alike in list, and a name of spaces only
+		// shows as nothing.
+		return refuse("begins or ends with a space, which would not show where it is named: %q", name)
 	case strings.HasPrefix(name, "m_"):
 		return refuse(`starts with "m_", which on the command line begins a monitor id: %q; choose another name`, name)
 	case looksLikeCredential(name):
