@@ -72,7 +72,8 @@ begins a monitor id.
 Start services in the foreground: a daemonizing service leaves its group.
 Interrupted (Ctrl-C, SIGTERM, SIGHUP) before it answers, start drains the
 service it started and answers wait_interrupted (exit status 130) with its
-receipt, so that no service runs on unnamed.
+receipt, so that no service runs on unnamed. On a terminal the receipt is
+shown as cancel shows it, then the error.
 Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*,
 *PASSPHRASE*, *APIKEY*, *CREDENTIAL*, *_KEY, *_PASS or *_PWD (and those
 named by --secret-env) are treated as secrets: their values are redacted
@@ -174,7 +175,7 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	signal.Stop(interrupts)
 	select {
 	case <-interrupts:
-		return nil, drainInterrupted(dir, m, g.human)
+		return nil, drainInterrupted(env, g, dir, m)
 	default:
 	}
 	return &startResponse{
@@ -195,9 +196,9 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 
 // drainInterrupted drains a monitor whose start was interrupted after
 // its handoff, and answers as an interrupted exec does: wait_interrupted,
-// with the receipt as the result. A person, who sees no details, is told
-// where the receipt is shown.
-func drainInterrupted(dir *state.Dir, m *state.Monitor, human bool) error {
+// with the receipt as the result. A person, who sees no details, is
+// shown the receipt as cancel shows it, then the error.
+func drainInterrupted(env *Env, g *globals, dir *state.Dir, m *state.Monitor) error {
 	o, err := proc.Observe(dir, m.MonitorID)
 	if err == nil {
 		o, err = proc.CancelObserved(dir, o, proc.DefaultDrainGraceMs, proc.ExecInterrupted)
@@ -210,12 +211,16 @@ func drainInterrupted(dir *state.Dir, m *state.Monitor, human bool) error {
 		return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted after its handoff, and draining %s failed: %v; stop it with: %s", m.Argv[0], m.MonitorID, err, next).
 			With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal)
 	}
-	where := "details.result has its receipt"
-	if human {
-		where = "procmon status " + m.MonitorID + " shows its receipt"
+	where := " (details.result has its receipt)"
+	receipt := receiptOf(o)
+	if g.human {
+		// Shown or not (a closed stdout), the error says what became of
+		// the service.
+		render(env, g, &receipt)
+		where = ""
 	}
-	return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted: %s was drained (%s)", m.Argv[0], m.MonitorID, where).
-		With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal).With("result", receiptOf(o))
+	return protocol.Errorf(protocol.CodeWaitInterrupted, "start of %s was interrupted: %s was drained%s", m.Argv[0], m.MonitorID, where).
+		With("monitor_id", m.MonitorID).With("command_ordinal", m.CommandOrdinal).With("result", receipt)
 }
 
 // maxNameBytes is the longest name a monitor may be given: a label to

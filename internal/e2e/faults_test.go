@@ -960,6 +960,9 @@ func TestFaultsStartInterrupted(t *testing.T) {
 				!receipt.Get("group_empty_verified").Bool() {
 				t.Fatalf("interrupted start answered %s: want its receipt, cancelled for the interruption", r.Raw)
 			}
+			if msg, want := r.Get("error.message").String(), "start of sh was interrupted: "+id+" was drained (details.result has its receipt)"; msg != want {
+				t.Fatalf("interrupted start's message: %q, want %q", msg, want)
+			}
 			if s := l.status(id).Get("status").String(); s != state.StatusCancelled {
 				t.Fatalf("after an interrupted start, %s is %s", id, s)
 			}
