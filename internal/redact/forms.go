@@ -30,7 +30,9 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // single-quoted string writes it; and base64 and base64url encoded: the base64
 // forms encode secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding,
 // the characters the secret fully determines at any alignment inside a
-// longer base64 blob.
+// longer base64 blob; and so the JSON forms that differ from the secret
+// (a JSON document holding it, base64-encoded as a Kubernetes secret's
+// data or a cookie is).
 // A multi-line secret adds each line, as is and JSON- and Go-escaped, and
 // the whole secret with its line breaks written as "\n", "\r\n", " " or
 // "\t". Lines shorter than MinSecretLen are no forms of their own.
@@ -88,13 +90,31 @@ func Forms(secret string) []string {
 	return out
 }
 
-// base64Forms returns the base64 and base64url forms of a secret (see
-// Forms), before the forms' length and uniqueness are enforced.
+// base64Forms returns the base64 forms of a secret (see Forms), before
+// the forms' length and uniqueness are enforced: first base64 and
+// base64url at each of the three alignments (entries 2k and 2k+1 for
+// secret[k:]), then those of the secret's JSON forms that differ from it,
+// and last the base64 of its base64 forms, at each alignment.
 func base64Forms(secret string) []string {
+	out := alignedBase64(secret, base64.RawStdEncoding, base64.RawURLEncoding)
+	for _, j := range []string{jsonEscape(secret), jsonMarshal(secret), asciiJSON(secret)} {
+		if j != secret {
+			out = append(out, alignedBase64(j, base64.RawStdEncoding, base64.RawURLEncoding)...)
+		}
+	}
+	return out
+}
+
+// alignedBase64 returns, for k = 0, 1, 2, s[k:k+3*((len(s)-k)/3)] in each
+// encoding, without padding: the characters s fully determines at any
+// alignment inside a longer base64 blob.
+func alignedBase64(s string, encs ...*base64.Encoding) []string {
 	var out []string
-	for k := 0; k < 3 && len(secret)-k >= 3; k++ {
-		seg := []byte(secret[k : k+3*((len(secret)-k)/3)])
-		out = append(out, base64.RawStdEncoding.EncodeToString(seg), base64.RawURLEncoding.EncodeToString(seg))
+	for k := 0; k < 3 && len(s)-k >= 3; k++ {
+		seg := []byte(s[k : k+3*((len(s)-k)/3)])
+		for _, enc := range encs {
+			out = append(out, enc.EncodeToString(seg))
+		}
 	}
 	return out
 }

@@ -30,6 +30,16 @@ func TestFormsOfSpecialSecret(t *testing.T) {
 		"czNjciJldC8mPGs-KyB5",                // base64url, k=0
 		"M2NyImV0LyY8az4rIHk9",                // k=1, same in both alphabets
 		"Y3IiZXQvJjxrPisgeT0l",                // k=2
+		// base64 of the JSON form (Python's json.dumps writes the same
+		// here), k=0, 1 (two alphabets), 2
+		"czNjclwiZXQvJjxrPisgeT0l",
+		"M2NyXCJldC8mPGs+KyB5",
+		"M2NyXCJldC8mPGs-KyB5",
+		"Y3JcImV0LyY8az4rIHk9",
+		// base64 of json.Marshal's, k=0, 1, 2
+		"czNjclwiZXQvXHUwMDI2XHUwMDNja1x1MDAzZSsgeT0l",
+		"M2NyXCJldC9cdTAwMjZcdTAwM2NrXHUwMDNlKyB5",
+		"Y3JcImV0L1x1MDAyNlx1MDAzY2tcdTAwM2UrIHk9",
 	}
 	for k, w := range want {
 		if !slices.Contains(forms, w) {
@@ -202,4 +212,82 @@ for s in json.load(sys.stdin):
 			}
 		}
 	}
+}
+
+// TestBase64OfJSONDocuments: a JSON document that holds the secret, base64
+// encoded (a Kubernetes secret's data, a token's payload, a cookie), as
+// Go's json.Marshal, an encoder without HTML escaping and Python's
+// json.dumps (asciiJSON, which TestPythonFormsArePythons holds to Python)
+// write it. JSON escapes the secret's quotes, backslashes, control
+// characters, and for Go &, < and >, for Python all beyond ASCII; no eight
+// bytes of what the writer wrote for the secret may be decoded from what
+// is left, at any alignment, and the same document with another secret
+// passes as it is.
+func TestBase64OfJSONDocuments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	writers := map[string]func(string) string{
+		"json.Marshal": func(s string) string { b, _ := json.Marshal(s); return string(b) },
+		"no HTML escaping": func(s string) string {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.Encode(s)
+			return strings.TrimSuffix(b.String(), "\n")
+		},
+		"json.dumps": func(s string) string { return `"` + asciiJSON(s) + `"` },
+	}
+	encs := map[string]*base64.Encoding{"std": base64.StdEncoding, "url": base64.URLEncoding, "raw": base64.RawStdEncoding}
+	for range 40 {
+		secret := randomEscSecret(rng, 8+rng.IntN(24)) + []string{`"`, `\`, "<", "&", "é", ""}[rng.IntN(6)]
+		other := randomEscSecret(rng, len(secret))
+		r := mustNew(t, secret)
+		for wname, write := range writers {
+			written := write(secret)
+			written = written[1 : len(written)-1]
+			for ename, enc := range encs {
+				user := strings.Repeat("u", rng.IntN(6))
+				doc := func(s string) string {
+					return enc.EncodeToString([]byte(`{"user":"` + user + `","password":` + write(s) + `,"n":7}`))
+				}
+				in := "  .dockerconfigjson: " + doc(secret) + "\n"
+				out := r.String(in)
+				if strings.Count(out, Marker) != 1 {
+					t.Fatalf("%s, %s: want one marker in %q", wname, ename, out)
+				}
+				if got := decodable(out, enc); containsWindow(got, written, 8) {
+					t.Fatalf("%s, %s: eight bytes of the written secret decode from %q", wname, ename, out)
+				}
+				if clean := "  .dockerconfigjson: " + doc(other) + "\n"; r.String(clean) != clean {
+					t.Fatalf("%s, %s: a document without the secret was redacted", wname, ename)
+				}
+			}
+		}
+	}
+}
+
+// decodable returns what the base64 runs of text decode to, each at every
+// alignment, joined by NULs.
+func decodable(text string, enc *base64.Encoding) []byte {
+	enc = enc.WithPadding(base64.NoPadding)
+	var out []byte
+	for _, run := range strings.FieldsFunc(text, func(r rune) bool { return !classBase64[byte(r)] || r > 0x7f || r == '=' }) {
+		for k := 0; k < 4 && k < len(run); k++ {
+			s := run[k:]
+			s = s[:len(s)/4*4]
+			if b, err := enc.DecodeString(s); err == nil {
+				out = append(append(out, b...), 0)
+			}
+		}
+	}
+	return out
+}
+
+// containsWindow reports whether b holds any n consecutive bytes of s.
+func containsWindow(b []byte, s string, n int) bool {
+	for i := 0; i+n <= len(s); i++ {
+		if bytes.Contains(b, []byte(s[i:i+n])) {
+			return true
+		}
+	}
+	return false
 }
