@@ -42,7 +42,9 @@
 //     decimal and hex, with up to two leading zeros (PHP writes &#039;)
 //     and any case of x and digits;
 //   - whitespace: any run of it where a multi-line secret breaks a line, as
-//     when a key or certificate is reindented or rejoined;
+//     when a key or certificate is reindented or rejoined, or where a
+//     secret has a space, as when a YAML writer or textwrap folds a
+//     passphrase across lines;
 //   - a doubled quote, of SQL literals, YAML's single-quoted scalars and
 //     CSV fields (a quote inside is written twice), for a secret that
 //     holds a quote;

@@ -323,6 +323,69 @@ func TestMultiLineSecretWithWhitespaceRuns(t *testing.T) {
 	}
 }
 
+// TestFoldedPassphrase: a secret with spaces (a passphrase, a mnemonic)
+// printed with any of its spaces as a run of whitespace, as a YAML writer
+// folds a long scalar (a line break and an indent) and textwrap wraps it,
+// never survives in part; its words in another order pass as they are.
+func TestFoldedPassphrase(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	words := []string{"abandon", "ability", "able", "about", "above", "absent", "absorb", "abstract", "absurd", "abuse", "access", "accident"}
+	secret := strings.Join(words, " ")
+	r := mustNew(t, secret)
+	runs := []string{" ", "  ", "\n", "\n  ", "\r\n    ", "\t"}
+	for round := 0; round < 200; round++ {
+		var b strings.Builder
+		for i, w := range words {
+			if i > 0 {
+				b.WriteString(runs[rng.IntN(len(runs))])
+			}
+			b.WriteString(w)
+		}
+		in := []byte("seed: " + b.String() + "\nnext: 1\n")
+		out := checkChunkings(t, r, words[:0], in, rng)
+		if want := "seed: " + Marker + "\nnext: 1\n"; string(out) != want {
+			t.Fatalf("%q: got %q", in, out)
+		}
+	}
+	shuffled := slices.Clone(words)
+	shuffled[0], shuffled[1] = shuffled[1], shuffled[0]
+	if in := "seed: " + strings.Join(shuffled, "\n  ") + "\n"; r.String(in) != in {
+		t.Errorf("the words in another order were redacted: %q", r.String(in))
+	}
+}
+
+// TestPyYAMLFoldedPassphrase: PyYAML's dump of a passphrase longer than
+// its 80 columns, plain (its default for words) and single-quoted, is
+// redacted whole. (Double-quoted, it ends a folded line in a backslash and
+// escapes the space after the indent, which no family reads.)
+func TestPyYAMLFoldedPassphrase(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the Python shim's tests need it too")
+	}
+	if exec.Command(py, "-c", "import yaml").Run() != nil {
+		t.Skip("PyYAML is not installed for python3, and PyPI is not reachable to install it")
+	}
+	const secret = "abandon ability able about above absent absorb abstract absurd abuse access accident account"
+	r := mustNew(t, secret)
+	script := `import sys, yaml
+s = sys.argv[1]
+for style in (None, "'"):
+    sys.stdout.write(yaml.dump({"seed": s}, default_style=style) + "\x00")`
+	out, err := exec.Command(py, "-c", script, secret).Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	for _, doc := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		if !strings.Contains(doc, "\n  ") {
+			t.Fatalf("PyYAML did not fold the passphrase: %q", doc)
+		}
+		if got := r.String(doc); strings.Contains(got, "abandon") || strings.Contains(got, "account") || !strings.Contains(got, Marker) {
+			t.Errorf("%q: got %q", doc, got)
+		}
+	}
+}
+
 // TestEscapedSecretExamples pins the examples of the issue that leaked.
 func TestEscapedSecretExamples(t *testing.T) {
 	const secret = `p&ss<w>rd/"é🔑 x+y`

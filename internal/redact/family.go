@@ -157,8 +157,10 @@ var entityFamily = family{
 
 // whitespaceFamily reads any run of whitespace as one line break, for a
 // multi-line secret printed with its lines rejoined (indented, with blank
-// lines, CRLF, or two tabs): its needle is the secret with each run of
-// whitespace collapsed (collapse), matched in this lane only.
+// lines, CRLF, or two tabs), and for a secret with spaces folded across
+// lines (a passphrase or a mnemonic that PyYAML folds at 80 columns with
+// an indent, or textwrap wraps): its needle is the secret with each run
+// of whitespace collapsed (collapse), matched in this lane only.
 var whitespaceFamily = family{
 	name:  "whitespace",
 	run:   classSpace,
@@ -245,11 +247,9 @@ func collapse(s string) string {
 }
 
 // collapsedForm returns the needle of the whitespace lane for a secret: the
-// secret collapsed, when it has a line break and is long enough; else "".
+// secret collapsed, when it has whitespace between other characters (a
+// line break, or a space of a passphrase) and is long enough; else "".
 func collapsedForm(s string) string {
-	if !strings.Contains(s, "\n") {
-		return ""
-	}
 	if c := collapse(s); len(c) >= MinSecretLen && strings.Contains(c, "\n") {
 		return c
 	}
