@@ -23,7 +23,7 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // The forms are the secret as is; escaped as JSON (without quotes; without
 // HTML escaping, with it as json.Marshal writes &, < and > as \u0026, \u003c
 // and \u003e, and as Python writes it by default, with every character
-// beyond ASCII as \uxxxx), Go-quoted (without quotes), as Python's repr of
+// beyond ASCII as \uxxxx), each once and twice (JSON inside JSON), Go-quoted (without quotes), as Python's repr of
 // it and of its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query-
 // and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
 // write it, XML-escaped, and with each single quote written as a shell's
@@ -57,6 +57,13 @@ func Forms(secret string) []string {
 	add(jsonEscape(secret))
 	add(jsonMarshal(secret))
 	add(asciiJSON(secret))
+	// JSON escaped twice, as a JSON string that holds a JSON document
+	// writes it (a log line of a request's body); a lane reading the
+	// escapes of a third writer finds these, as it finds the forms above
+	// in a second.
+	add(jsonEscape(jsonEscape(secret)))
+	add(jsonMarshal(jsonMarshal(secret)))
+	add(asciiJSON(asciiJSON(secret)))
 	add(goQuote(secret))
 	add(strRepr(secret))
 	add(bytesRepr(secret))

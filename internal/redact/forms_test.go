@@ -19,17 +19,19 @@ func TestFormsOfSpecialSecret(t *testing.T) {
 	forms := Forms(specialSecret)
 	want := []string{
 		specialSecret,
-		`s3cr\"et/&<k>+ y=%`,                  // JSON and Go-quoted agree here
-		`s3cr\"et/\u0026\u003ck\u003e+ y=%`,   // json.Marshal, HTML-safe
-		"s3cr%22et%2F%26%3Ck%3E%2B+y%3D%25",   // query
-		"s3cr%22et%2F&%3Ck%3E+%20y=%25",       // path
-		"s3cr%22et%2F%26%3Ck%3E%2B%20y%3D%25", // Python's quote(s, safe=""), encodeURIComponent
-		"s3cr%22et/%26%3Ck%3E%2B%20y%3D%25",   // Python's quote(s)
-		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",     // XML
-		"czNjciJldC8mPGs+KyB5",                // base64, k=0
-		"czNjciJldC8mPGs-KyB5",                // base64url, k=0
-		"M2NyImV0LyY8az4rIHk9",                // k=1, same in both alphabets
-		"Y3IiZXQvJjxrPisgeT0l",                // k=2
+		`s3cr\"et/&<k>+ y=%`,                     // JSON and Go-quoted agree here
+		`s3cr\"et/\u0026\u003ck\u003e+ y=%`,      // json.Marshal, HTML-safe
+		`s3cr\\\"et/&<k>+ y=%`,                   // JSON escaped twice
+		`s3cr\\\"et/\\u0026\\u003ck\\u003e+ y=%`, // json.Marshal twice
+		"s3cr%22et%2F%26%3Ck%3E%2B+y%3D%25",      // query
+		"s3cr%22et%2F&%3Ck%3E+%20y=%25",          // path
+		"s3cr%22et%2F%26%3Ck%3E%2B%20y%3D%25",    // Python's quote(s, safe=""), encodeURIComponent
+		"s3cr%22et/%26%3Ck%3E%2B%20y%3D%25",      // Python's quote(s)
+		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",        // XML
+		"czNjciJldC8mPGs+KyB5",                   // base64, k=0
+		"czNjciJldC8mPGs-KyB5",                   // base64url, k=0
+		"M2NyImV0LyY8az4rIHk9",                   // k=1, same in both alphabets
+		"Y3IiZXQvJjxrPisgeT0l",                   // k=2
 		// base64 of the JSON form (Python's json.dumps writes the same
 		// here), k=0, 1 (two alphabets), 2
 		"czNjclwiZXQvJjxrPisgeT0l",
@@ -260,6 +262,55 @@ func TestBase64OfJSONDocuments(t *testing.T) {
 				if clean := "  .dockerconfigjson: " + doc(other) + "\n"; r.String(clean) != clean {
 					t.Fatalf("%s, %s: a document without the secret was redacted", wname, ename)
 				}
+			}
+		}
+	}
+}
+
+// TestJSONThreeDeep: a JSON log line whose field holds a request's body,
+// itself a JSON document whose field holds a JSON document with the
+// secret (a handler logging an event it was sent), as Go's json.Marshal,
+// an encoder without HTML escaping and Python's json.dumps write each
+// level: the secret, escaped three times, is one marker, at every
+// chunking.
+func TestJSONThreeDeep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 66))
+	writers := map[string]func(string) string{
+		"json.Marshal": func(s string) string { b, _ := json.Marshal(s); return string(b) },
+		"no HTML escaping": func(s string) string {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.Encode(s)
+			return strings.TrimSuffix(b.String(), "\n")
+		},
+		"json.dumps": func(s string) string { return `"` + asciiJSON(s) + `"` },
+	}
+	for range 30 {
+		secret := randomEscSecret(rng, 8+rng.IntN(24)) + []string{`"`, `\`, "<", "&", "é", ""}[rng.IntN(6)]
+		r := mustNew(t, secret)
+		for name, write := range writers {
+			// Each level's document around the text written at the level
+			// below; the secret's own bytes are those three writes of it.
+			const mark = "\x00"
+			inner := `{"pw":` + write(mark) + `}`
+			body := `{"body":` + write(inner) + `}`
+			line := `{"log":` + write(body) + `}` + "\n"
+			thrice := func(s string) string {
+				for range 3 {
+					s = write(s)
+					s = s[1 : len(s)-1]
+				}
+				return s
+			}
+			escaped, marked := thrice(secret), thrice(mark)
+			if strings.Count(line, marked) != 1 {
+				t.Fatalf("%s: the secret's place is not found in %q", name, line)
+			}
+			in := strings.Replace(line, marked, escaped, 1)
+			want := strings.Replace(line, marked, Marker, 1)
+			if out := checkChunkings(t, r, Forms(secret), []byte(in), rng); string(out) != want {
+				t.Fatalf("%s: secret %q\n in   %s\n out  %s\n want %s", name, secret, in, out, want)
 			}
 		}
 	}
