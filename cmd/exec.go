@@ -55,16 +55,20 @@ func newExecCmd(env *Env, g *globals) *cobra.Command {
 	var timeout, maxBytes int64
 	var check bool
 	c := &cobra.Command{
-		Use:   "exec [flags] -- ARGV...",
+		Use:   "exec [flags] [--] COMMAND [ARGS...]",
 		Short: "Run a foreground command in the run (execute_command) and return its result",
 		Long: `Run one command in the foreground, for test clients, and return its actual
 result: exit_code or signal, and the end of its redacted output with
 output_bytes, output_sha256 and truncation. Takes one command slot of the
 run's budget (starts and execs share it and its ordinals; never refunded).
 
-  procmon exec -- curl -fsS http://127.0.0.1:8000/
-  procmon exec --depends-on m_... --timeout 2m -- pytest -x tests/e2e
+  procmon exec curl -fsS http://127.0.0.1:8000/
+  procmon exec --depends-on m_... --timeout 2m pytest -x tests/e2e
   echo '{"request":{"argv":["make","check"],"depends_on":["m_..."]}}' | procmon exec
+
+procmon's own flags go before the command: everything from the command on
+is the command's, flags included (pytest --timeout 30 keeps its flag; "--"
+before the command is allowed). The command's stdin is /dev/null.
 
 The command runs in a process group (and session) of its own with the same redaction, output
 cap (max_output_bytes) and deadline rules as a monitor; when it ends (or is
@@ -135,6 +139,10 @@ procmon exec --check -- make test && deploy.`,
 	secondsVar(c, &timeout, "timeout", proc.DefaultExecTimeoutSeconds, "deadline from admission (30s, 10m, 2h; a plain number is seconds)")
 	c.Flags().Int64Var(&maxBytes, "max-bytes", defaultLogBytes, "return at most this many bytes of the end of the output (at least 4)")
 	c.Flags().StringArrayVar(&req.DependsOn, "depends-on", nil, "a monitor the command needs running: its id, the id's unique start, or its name (repeatable)")
+	// Flags after the command are the command's, as for start: read as
+	// procmon's, "procmon exec pytest --timeout 30" lost its flag and ran
+	// under a 30 s deadline.
+	c.Flags().SetInterspersed(false)
 	return c
 }
 
