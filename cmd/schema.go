@@ -154,6 +154,11 @@ func toolSchemas(c commandSchema, set schemaSet) (in, out schema.Schema) {
 		view := schema.Clone(out["anyOf"].([]any)[0].(map[string]any))
 		out = schema.Document(view, id+"/output", "procmon process_status output", "One monitor's record and status.")
 	}
+	if c.Tool == "cancel_process" {
+		// The tool cancels one monitor: its output is one receipt.
+		view := schema.Clone(out["anyOf"].([]any)[0].(map[string]any))
+		out = schema.Document(view, id+"/output", "procmon cancel_process output", "The monitor's terminal receipt.")
+	}
 	oneTypeEach(in)
 	return in, out
 }

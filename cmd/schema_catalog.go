@@ -65,8 +65,8 @@ var commandSchemas = []commandSchema{
 	},
 	{
 		Command: "cancel", Tool: "cancel_process",
-		Description: "Stop a monitored service: SIGTERM (with SIGCONT) to its process group and escaped descendants, the grace period, SIGKILL to what remains, verification that nothing is left, and its terminal receipt. Idempotent: an ended monitor returns its existing receipt. Other monitors keep running.",
-		Request:     reflect.TypeFor[drainRequest](), Response: reflect.TypeFor[receiptView](),
+		Description: "Stop a monitored service: SIGTERM (with SIGCONT) to its process group and escaped descendants, the grace period, SIGKILL to what remains, verification that nothing is left, and its terminal receipt. Idempotent: an ended monitor returns its existing receipt. Other monitors keep running. Given several monitors, or --all (command line only), it drains them at once and answers with their receipts.",
+		Request:     reflect.TypeFor[drainRequest](), ResponseAnyOf: []reflect.Type{reflect.TypeFor[receiptView](), reflect.TypeFor[cancelManyResponse]()},
 	},
 	{
 		Command: "exec", Tool: "execute_command",
@@ -218,6 +218,8 @@ var schemaCatalog = &schema.Catalog{
 		"private_paths":               "Paths beneath a component that are never wait targets (default .git, .ssh, .env).",
 	},
 	TypeFields: map[string]string{
+		"cancelManyResponse.monitors":   "The receipt of each monitor drained or already ended, in the order given (--all: oldest first).",
+		"cancelManyResponse.errors":     "Each monitor that could not be drained, with its error (see the error's message for what to do next); the exit status is then the first error's. Absent when every one was.",
 		"waitResponse.condition":        "The condition as it was evaluated.",
 		"Condition.text":                "The literal waited for, as the request gave it.",
 		"ErrorObject.error":             "The error: a stable code (see the enum; exit status 2 for invalid_request and invalid_condition, 3 for a refusal by policy or budget, 4 for unknown_monitor, 5 for needs_reconciliation, 130 for an interrupted wait, start or exec, 1 otherwise), a message that says what to do next, and details.",

@@ -136,6 +136,13 @@ func TestAgentSchemasDescribeRealResponses(t *testing.T) {
 	call("exec", map[string]any{"argv": []string{"printer", "hello"}, "depends_on": []string{id}}, "exec")
 	call("exec", map[string]any{"argv": []string{"exitwith", "SIGTERM"}, "timeout_seconds": 30}, "exec")
 	call("cancel", map[string]any{"monitor_id": id, "grace_seconds": 1}, "cancel")
+	// Cancel of several monitors, and the list form of status, which the
+	// command line gives.
+	other := field(call("start", map[string]any{"argv": []string{"printer", "-stay", "two"}}, "start"), "monitor_id")
+	call("status", nil, "status")
+	if out := call("cancel", nil, "cancel", "--grace", "1", id, other); strings.Count(string(out), `"group_empty_verified":true`) != 2 {
+		t.Errorf("cancel of two monitors answered %s", out)
+	}
 	call("wait", map[string]any{"monitor_id": id, "condition": map[string]any{"kind": "exit"}}, "wait")
 	call("reconcile", map[string]any{"monitor_id": id}, "reconcile")
 	call("run show", nil, "run", "show")
