@@ -88,6 +88,22 @@ func runList(env *Env, g *globals, opts listOptions) error {
 	if err != nil {
 		return err
 	}
+	// A row shows a status only where the monitor's run grants
+	// process_status, as status of that monitor would: a run whose record
+	// cannot be read does not hide its monitors, whose ids a person needs
+	// to settle them.
+	runs := map[string]*state.Run{}
+	showsStatus := func(runID string) error {
+		run, seen := runs[runID]
+		if !seen {
+			run, _ = dir.LoadRun(runID)
+			runs[runID] = run
+		}
+		if run == nil {
+			return nil
+		}
+		return run.GrantsTool(state.StatusTool) // an error of its own for each row
+	}
 	type observedRow struct {
 		view *monitorView
 		o    *proc.Observation
@@ -106,6 +122,10 @@ func runList(env *Env, g *globals, opts listOptions) error {
 			continue
 		}
 		if !opts.AllRuns && o.Monitor.RunID != resp.RunID {
+			continue
+		}
+		if err := showsStatus(o.Monitor.RunID); err != nil {
+			resp.Monitors = append(resp.Monitors, errorRow(id, protocol.AsError(err).With("monitor_id", id)))
 			continue
 		}
 		row := listRow{MonitorID: id, monitorView: &monitorView{}}

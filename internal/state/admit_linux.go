@@ -110,6 +110,12 @@ func (r *Run) Grants(tool string) error {
 	if r.NativeCheckpoints && tool != ExecTool {
 		return protocol.Errorf(protocol.CodeCheckpointsIncompat, "run %s uses native checkpoints, which reject monitor grants", r.RunID).With("run_id", r.RunID)
 	}
+	return r.GrantsTool(tool)
+}
+
+// GrantsTool checks the run's grants alone for one tool: tool_not_allowed
+// unless it is among the run's tools.
+func (r *Run) GrantsTool(tool string) error {
 	if !r.Allows(tool) {
 		return protocol.Errorf(protocol.CodeToolNotAllowed, "run %s does not allow %s (it allows: %s)", r.RunID, tool, allowedTools(r.Tools)).
 			With("run_id", r.RunID).With("tool", tool)
