@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/proc"
@@ -42,6 +44,9 @@ func newMCPCmd(env *Env, g *globals) *cobra.Command {
 cancel_process and execute_command over the Model Context Protocol on
 stdin and stdout, with procmon schema's schemas as their input and output
 schemas. A typed error is a tool error whose text is the error object.
+Messages are one per line; a line that is no JSON-RPC message is answered
+with the JSON-RPC error for it (parse error, invalid request), and the
+session goes on.
 
 The session is one agent invocation: the server creates a run bound to
 itself as owner (its frozen policy and command budget are the session's),
@@ -135,7 +140,15 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 			open.awaitNone(mcpStopBound, gone)
 		}
 	}
-	transport := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+	// The SDK's reader ends the session at the first line it cannot read:
+	// one bad line from a client drained every service the session
+	// started. Such lines are answered here instead (readMessages), and
+	// the SDK reads the rest; answers and the SDK's writes share stdout
+	// message by message.
+	stdout := &lockedWriter{w: env.Stdout}
+	messages, toSDK := io.Pipe()
+	go readMessages(env.Stdin, toSDK, stdout)
+	transport := &mcp.IOTransport{Reader: messages, Writer: nopWriteCloser{stdout}}
 	err := server.Run(runCtx, answeringTransport{transport, open, inputEnded})
 	s.mu.Lock()
 	owned, runID := s.owned, s.runID
@@ -215,7 +228,7 @@ func (c answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if err != nil {
 		// The SDK's connection ends its session on any read error (EOF,
-		// or a line it cannot read), from when it sees it.
+		// or a batch it refuses), from when it sees it.
 		c.inputEnded()
 		return m, err
 	}
@@ -338,6 +351,94 @@ func readerGone(w io.Writer, done <-chan struct{}) <-chan struct{} {
 
 // readerPoll is how often readerGone looks.
 const readerPoll = 100 * time.Millisecond
+
+// lockedWriter makes each Write to w whole: the SDK writes a message in
+// one Write, and so does readMessages.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// readMessages passes each line of in that is a JSON-RPC message, or a
+// batch of them, on to the SDK (out), and answers every other line on
+// stdout itself, as JSON-RPC asks: a line that is not JSON (or longer
+// than the SDK takes) with a parse error, JSON that is no message with
+// an invalid request, each with the line's id if it has one, else null.
+// Blank lines are passed over. The end of in, or an error reading it,
+// ends out.
+func readMessages(in io.Reader, out *io.PipeWriter, stdout io.Writer) {
+	answer := func(code int64, message string, id json.RawMessage) {
+		if id == nil {
+			id = json.RawMessage("null")
+		}
+		type errorObject struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		}
+		b, _ := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   errorObject     `json:"error"`
+		}{"2.0", id, errorObject{code, message}})
+		stdout.Write(append(b, '\n'))
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > mcp.DefaultMaxLineLength {
+			tooLong, line = true, line[:0]
+		} else if !tooLong {
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		msg := bytes.TrimSpace(line)
+		switch {
+		case tooLong:
+			answer(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: a line longer than %d bytes", mcp.DefaultMaxLineLength), nil)
+		case len(msg) == 0:
+		case !json.Valid(msg):
+			answer(jsonrpc.CodeParseError, "Parse error: the line is not JSON", nil)
+		case msg[0] == '[':
+			// A batch: the SDK answers it, or refuses it for the
+			// protocol version.
+			if _, werr := out.Write(append(msg, '\n')); werr != nil {
+				return
+			}
+		default:
+			if _, derr := jsonrpc.DecodeMessage(msg); derr != nil {
+				var id json.RawMessage
+				if msg[0] == '{' {
+					if v := gjson.GetBytes(msg, "id"); v.Type == gjson.String || v.Type == gjson.Number {
+						id = json.RawMessage(v.Raw)
+					}
+				}
+				answer(jsonrpc.CodeInvalidRequest, "Invalid Request: "+derr.Error(), id)
+				break
+			}
+			if _, werr := out.Write(append(msg, '\n')); werr != nil {
+				return // the session is over
+			}
+		}
+		line, tooLong = line[:0], false
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			out.CloseWithError(err)
+			return
+		}
+	}
+}
 
 type nopWriteCloser struct{ io.Writer }
 

@@ -953,6 +953,95 @@ func TestAgentMCPAnswersAtEOF(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
+// TestAgentMCPBadLines: a line that is not JSON, or JSON that is no
+// JSON-RPC message, is answered with the JSON-RPC error for it (parse
+// error, invalid request, with the line's id when it has one), and the
+// session goes on: the calls around it are answered, and its monitor
+// runs until the session ends. The SDK's reader used to end the session
+// at the first such line, draining every monitor it had started.
+func TestAgentMCPBadLines(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	server := procmon("mcp")
+	stdin, err := server.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	server.Stderr = &stderr
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	// next reads the server's next message, which must come within
+	// patience.
+	next := func() gjson.Result {
+		t.Helper()
+		got := make(chan bool, 1)
+		go func() { got <- lines.Scan() }()
+		select {
+		case ok := <-got:
+			if !ok {
+				t.Fatalf("procmon mcp ended its output; stderr %q", stderr.String())
+			}
+		case <-time.After(patience):
+			server.Process.Kill()
+			t.Fatalf("procmon mcp answered nothing within %v", patience)
+		}
+		return gjson.Parse(lines.Text())
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	if r := next(); r.Get("id").Int() != 1 || !r.Get("result").Exists() {
+		t.Fatalf("initialize: %s", r.Raw)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"start_process","arguments":{"argv":["sleeper","bad-lines"]}}}`)
+	started := gjson.Parse(next().Get("result.content.0.text").String()).Get("monitor_id").String()
+	if started == "" {
+		t.Fatal("start_process answered no monitor_id")
+	}
+	for _, c := range []struct {
+		line string
+		code int64
+		id   string
+	}{
+		{"garbage line", -32700, "null"},
+		{`{"jsonrpc":"2.0","id":2`, -32700, "null"},
+		{`{"id":"seven","method":"tools/list"}`, -32600, `"seven"`},
+		{`42`, -32600, "null"},
+	} {
+		send(c.line)
+		if r := next(); r.Get("error.code").Int() != c.code || r.Get("id").Raw != c.id {
+			t.Errorf("%q was answered %s; want error %d with id %s", c.line, r.Raw, c.code, c.id)
+		}
+	}
+	send("")
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"process_status","arguments":{"monitor_id":"` + started + `"}}}`)
+	if r := next(); r.Get("id").Int() != 3 || gjson.Parse(r.Get("result.content.0.text").String()).Get("status").String() != "running" {
+		t.Fatalf("process_status after the bad lines: %s", r.Raw)
+	}
+	stdin.Close()
+	if err := server.Wait(); err != nil {
+		t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
+	}
+	if r := awaitRecordedReceipt(t, stateDir, started, "after its session ended"); r.Reason != "run_ended" {
+		t.Errorf("%s: %+v", started, r)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
 // TestAgentMCPClientGoneAtEOF: a client that exited, closing both its
 // ends, is not waited for as one that closed stdin to hear its answers:
 // with no reader left on stdout the call in progress is stopped at once
