@@ -206,5 +206,11 @@ func parseSince(now time.Time, since string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, since); err == nil {
 		return t, nil
 	}
+	if durationSyntax().MatchString(since) && !strings.HasPrefix(since, "-") {
+		// Well formed and not negative, yet not read: past what a
+		// duration holds (292 years), so all of it, as for a number of
+		// seconds that large.
+		return time.Unix(0, 0), nil
+	}
 	return time.Time{}, protocol.Errorf(protocol.CodeInvalidRequest, "--since %q: want a duration ago (30s, 5m, 1h) or a time like 2006-01-02T15:04:05Z", since).With("field", "since")
 }

@@ -164,3 +164,28 @@ func TestTailPastTheBound(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSince: --since takes a duration ago, a number of seconds, or
+// a time; one too long to hold is all of the output, as a number of
+// seconds that large is; anything else is refused naming the field.
+func TestParseSince(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for since, want := range map[string]time.Time{
+		"90s":                  now.Add(-90 * time.Second),
+		"1h30m":                now.Add(-90 * time.Minute),
+		"0s":                   now,
+		"120":                  now.Add(-2 * time.Minute),
+		"2027-01-15T08:00:00Z": time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC),
+		"99999999h":            time.Unix(0, 0),
+	} {
+		got, err := parseSince(now, since)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", since, got, err, want)
+		}
+	}
+	for _, since := range []string{"-5m", "soon", "5 parsecs", "", "1.5"} {
+		if _, err := parseSince(now, since); err == nil || !strings.Contains(err.Error(), "want a duration ago") {
+			t.Errorf("parseSince(%q): %v; want the refusal", since, err)
+		}
+	}
+}

@@ -26,7 +26,7 @@ import (
 
 // addNameFlag adds --name to a command that takes a monitor id.
 func addNameFlag(c *cobra.Command, env *Env, name *string) {
-	c.Flags().Var(nameValue{name}, "name", "the run's live monitor started with this --name (instead of an id)")
+	c.Flags().Var(nameValue{name}, "name", "the run's monitor started with this --name: the live one, else the last started (instead of an id)")
 	c.RegisterFlagCompletionFunc("name", completeNames(env))
 }
 

@@ -312,7 +312,8 @@ func decodeObject(raw []byte) ([]string, map[string]json.RawMessage, error) {
 		return nil, nil, bad("condition is not valid JSON: %v", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, nil, bad("condition must be a JSON object with a \"kind\"; the kinds are %s", kindsText)
+		// The request's own field is at fault: a string, a number, a list.
+		return nil, nil, refuse("condition", "condition must be a JSON object with a \"kind\"; the kinds are %s", kindsText)
 	}
 	var keys []string
 	values := make(map[string]json.RawMessage)

@@ -63,6 +63,8 @@ func TestParseConditionRefuses(t *testing.T) {
 		field     string
 		fragments []string
 	}{
+		{"a string", `"exit"`, "condition", []string{"must be a JSON object"}},
+		{"a list", `[{"kind":"exit"}]`, "condition", []string{"must be a JSON object"}},
 		{"unknown field", `{"kind":"exit","timeout":5}`, "timeout", []string{"unknown"}},
 		{"unknown field on output", `{"kind":"output","text":"x","regex":true}`, "regex", []string{"unknown"}},
 		{"field in other case", `{"kind":"exit","Text":"x"}`, "Text", []string{"unknown"}},
