@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -477,19 +478,40 @@ func (g *guardian) spawn(path string) error {
 	w.Close()
 	g.out.writeEnd = nil
 	if err != nil {
-		return protocol.Errorf(protocol.CodeExecFailed, "cannot execute %q: %v", g.spec.Argv[0], execReason(err, g.spec.Cwd)).With("argv0", g.spec.Argv[0])
+		return protocol.Errorf(protocol.CodeExecFailed, "cannot execute %q: %v", g.spec.Argv[0], execReason(err, path, g.spec.Cwd)).With("argv0", g.spec.Argv[0])
 	}
 	g.child = pid
 	return nil
 }
 
-func execReason(err error, cwd string) string {
-	if errors.Is(err, unix.ENOENT) {
-		if _, statErr := os.Stat(cwd); statErr != nil {
-			return fmt.Sprintf("working directory %s: %v", cwd, statErr)
+// execReason says why execve of path, run in cwd, failed. ENOENT names
+// the program, but the program may be there and what it needs not: the
+// working directory, the interpreter its #! line names, or (an
+// executable without one) its dynamic loader.
+func execReason(err error, path, cwd string) string {
+	if !errors.Is(err, unix.ENOENT) {
+		return err.Error()
+	}
+	if _, statErr := os.Stat(cwd); statErr != nil {
+		return fmt.Sprintf("working directory %s: %v", cwd, statErr)
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = cwd + "/" + path
+	}
+	f, openErr := os.Open(path)
+	if openErr != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var head [256]byte
+	n, _ := io.ReadFull(f, head[:])
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	if interp, ok := strings.CutPrefix(line, "#!"); ok {
+		if fields := strings.Fields(interp); len(fields) > 0 {
+			return fmt.Sprintf("the interpreter its #! line names, %s, is not there", fields[0])
 		}
 	}
-	return err.Error()
+	return "the file is there, but not what it needs to run (its #! interpreter, or the dynamic loader an executable names)"
 }
 
 // abortChild kills a child whose custody could not be recorded, with its
