@@ -309,3 +309,35 @@ func TestExecOutputUndrainedKeepsItsText(t *testing.T) {
 		t.Errorf("output_sha256/output_bytes do not describe the text %q", res.Text)
 	}
 }
+
+// TestExecReasonReadsOnlyRegularFiles: execReason names the interpreter a
+// script's #! line names, and says no more than execve did for what is
+// not a regular file there now: a FIFO planted at the path must not
+// block the guardian on an open for reading.
+func TestExecReasonReadsOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script")
+	if err := os.WriteFile(script, []byte("#!/nonexistent/sh -e\necho\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := execReason(unix.ENOENT, "script", dir), "the interpreter its #! line names, /nonexistent/sh, is not there"; got != want {
+		t.Errorf("a script: %q, want %q", got, want)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() { done <- execReason(unix.ENOENT, fifo, dir) }()
+	select {
+	case got := <-done:
+		if got != unix.ENOENT.Error() {
+			t.Errorf("a FIFO: %q, want execve's own reason", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("execReason blocked on a FIFO")
+	}
+	if got := execReason(unix.EACCES, script, dir); got != unix.EACCES.Error() {
+		t.Errorf("EACCES: %q", got)
+	}
+}

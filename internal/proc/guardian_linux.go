@@ -498,11 +498,16 @@ func execReason(err error, path, cwd string) string {
 	if !strings.HasPrefix(path, "/") {
 		path = cwd + "/" + path
 	}
-	f, openErr := os.Open(path)
+	// Without blocking: what is there now may be a FIFO, which an open
+	// for reading waits on for a writer.
+	f, openErr := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if openErr != nil {
 		return err.Error()
 	}
 	defer f.Close()
+	if fi, statErr := f.Stat(); statErr != nil || !fi.Mode().IsRegular() {
+		return err.Error()
+	}
 	var head [256]byte
 	n, _ := io.ReadFull(f, head[:])
 	line, _, _ := strings.Cut(string(head[:n]), "\n")
