@@ -151,7 +151,9 @@ func newRunEndCmd(env *Env, g *globals) *cobra.Command {
 run_ended). Prints the receipts of all its monitors; on a terminal, those
 of the monitors it drained and a count of those that had ended before.
 Monitors whose custody is unverified are listed under errors: settle
-them with procmon reconcile.`,
+them with procmon reconcile. Ending is final, for the run "default" too:
+commands without --run or PROCMON_RUN are then refused until a run made
+with procmon run new is selected.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
