@@ -44,9 +44,9 @@ func newMCPCmd(env *Env, g *globals) *cobra.Command {
 cancel_process and execute_command over the Model Context Protocol on
 stdin and stdout, with procmon schema's schemas as their input and output
 schemas. A typed error is a tool error whose text is the error object.
-Messages are one per line; a line that is no JSON-RPC message is answered
-with the JSON-RPC error for it (parse error, invalid request), and the
-session goes on.
+Messages are one per line, without batches; a line that is no JSON-RPC
+message, or a batch, is answered with the JSON-RPC error for it (parse
+error, invalid request), and the session goes on.
 
 The session is one agent invocation: the server creates a run bound to
 itself as owner (its frozen policy and command budget are the session's),
@@ -365,14 +365,27 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// readMessages passes each line of in that is a JSON-RPC message, or a
-// batch of them, on to the SDK (out), and answers every other line on
-// stdout itself, as JSON-RPC asks: a line that is not JSON (or longer
-// than the SDK takes) with a parse error, JSON that is no message with
-// an invalid request, each with the line's id if it has one, else null.
+// readMessages passes each line of in that is a JSON-RPC message on to
+// the SDK (out), and answers every other line on stdout itself, as
+// JSON-RPC asks: a line that is not JSON (or longer than the SDK takes)
+// with a parse error; JSON that is no message, or a batch, with an
+// invalid request, with the line's id if it has one, else null. (The SDK
+// ends the session on a batch it refuses, and MCP 2025-06-18 has none.)
 // Blank lines are passed over. The end of in, or an error reading it,
 // ends out.
+//
+// The answers are written by a goroutine of their own, and dropped when
+// answersQueued wait already: written here, a client that sent bad lines
+// and read nothing (stdout's pipe full) kept this reader from ever
+// reaching the end of stdin, which ends the session.
 func readMessages(in io.Reader, out *io.PipeWriter, stdout io.Writer) {
+	answers := make(chan []byte, answersQueued)
+	defer close(answers)
+	go func() {
+		for b := range answers {
+			stdout.Write(b)
+		}
+	}()
 	answer := func(code int64, message string, id json.RawMessage) {
 		if id == nil {
 			id = json.RawMessage("null")
@@ -386,7 +399,10 @@ func readMessages(in io.Reader, out *io.PipeWriter, stdout io.Writer) {
 			ID      json.RawMessage `json:"id"`
 			Error   errorObject     `json:"error"`
 		}{"2.0", id, errorObject{code, message}})
-		stdout.Write(append(b, '\n'))
+		select {
+		case answers <- append(b, '\n'):
+		default:
+		}
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
@@ -409,11 +425,7 @@ func readMessages(in io.Reader, out *io.PipeWriter, stdout io.Writer) {
 		case !json.Valid(msg):
 			answer(jsonrpc.CodeParseError, "Parse error: the line is not JSON", nil)
 		case msg[0] == '[':
-			// A batch: the SDK answers it, or refuses it for the
-			// protocol version.
-			if _, werr := out.Write(append(msg, '\n')); werr != nil {
-				return
-			}
+			answer(jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not supported; send one message a line", nil)
 		default:
 			if _, derr := jsonrpc.DecodeMessage(msg); derr != nil {
 				var id json.RawMessage
@@ -439,6 +451,10 @@ func readMessages(in io.Reader, out *io.PipeWriter, stdout io.Writer) {
 		}
 	}
 }
+
+// answersQueued is how many answers of readMessages may wait for a client
+// that does not read them.
+const answersQueued = 64
 
 type nopWriteCloser struct{ io.Writer }
 

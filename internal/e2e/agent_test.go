@@ -1021,6 +1021,8 @@ func TestAgentMCPBadLines(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":2`, -32700, "null"},
 		{`{"id":"seven","method":"tools/list"}`, -32600, `"seven"`},
 		{`42`, -32600, "null"},
+		{`[]`, -32600, "null"},
+		{`[{"jsonrpc":"2.0","id":9,"method":"tools/list"}]`, -32600, "null"},
 	} {
 		send(c.line)
 		if r := next(); r.Get("error.code").Int() != c.code || r.Get("id").Raw != c.id {
@@ -1038,6 +1040,36 @@ func TestAgentMCPBadLines(t *testing.T) {
 	}
 	if r := awaitRecordedReceipt(t, stateDir, started, "after its session ended"); r.Reason != "run_ended" {
 		t.Errorf("%s: %+v", started, r)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
+// TestAgentMCPBadLinesUnread: a client that sends thousands of bad lines
+// and reads none of the answers, then closes stdin, still ends its
+// session: the answers it does not read do not keep the server from
+// reading on to the end of stdin.
+func TestAgentMCPBadLinesUnread(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	server := procmon("mcp")
+	server.Stdin = strings.NewReader(strings.Repeat("garbage line\n", 5000))
+	unread, err := server.StdoutPipe() // held open, never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unread.Close()
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(patience):
+		server.Process.Kill()
+		<-exited
+		t.Fatalf("procmon mcp did not end within %v of its stdin's end, with its answers unread", patience)
 	}
 	assertNothingLeft(t, stateDir)
 }
