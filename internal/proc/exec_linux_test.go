@@ -320,8 +320,15 @@ func TestExecReasonReadsOnlyRegularFiles(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/nonexistent/sh -e\necho\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := execReason(unix.ENOENT, "script", dir), "the interpreter its #! line names, /nonexistent/sh, is not there"; got != want {
+	if got, want := execReason(unix.ENOENT, "script", dir), `the interpreter its #! line names, "/nonexistent/sh", is not there`; got != want {
 		t.Errorf("a script: %q, want %q", got, want)
+	}
+	// Saved with CRLF, the kernel looks for "/bin/sh\r".
+	if err := os.WriteFile(script, []byte("#!/bin/sh\r\necho\r\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := execReason(unix.ENOENT, script, dir), `the interpreter its #! line names, "/bin/sh\r", is not there`; got != want {
+		t.Errorf("a script with CRLF: %q, want %q", got, want)
 	}
 	fifo := filepath.Join(dir, "fifo")
 	if err := unix.Mkfifo(fifo, 0o755); err != nil {

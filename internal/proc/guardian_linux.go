@@ -512,8 +512,14 @@ func execReason(err error, path, cwd string) string {
 	n, _ := io.ReadFull(f, head[:])
 	line, _, _ := strings.Cut(string(head[:n]), "\n")
 	if interp, ok := strings.CutPrefix(line, "#!"); ok {
-		if fields := strings.Fields(interp); len(fields) > 0 {
-			return fmt.Sprintf("the interpreter its #! line names, %s, is not there", fields[0])
+		// As the kernel reads it: the name ends at a space or a tab, so
+		// a \r of a file saved with CRLF is part of it.
+		if name, _, _ := strings.Cut(strings.TrimLeft(interp, " \t"), " "); name != "" {
+			name, _, _ = strings.Cut(name, "\t")
+			if _, statErr := os.Stat(name); statErr != nil {
+				return fmt.Sprintf("the interpreter its #! line names, %q, is not there", name)
+			}
+			return fmt.Sprintf("the interpreter its #! line names, %q, is there, but not what it needs to run", name)
 		}
 	}
 	return "the file is there, but not what it needs to run (its #! interpreter, or the dynamic loader an executable names)"
