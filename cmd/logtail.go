@@ -206,7 +206,7 @@ func parseSince(now time.Time, since string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, since); err == nil {
 		return t, nil
 	}
-	if durationSyntax().MatchString(since) && !strings.HasPrefix(since, "-") {
+	if durationSyntax().MatchString(since) && !strings.HasPrefix(since, "-") && strings.ContainsAny(since, "0123456789") {
 		// Well formed and not negative, yet not read: past what a
 		// duration holds (292 years), so all of it, as for a number of
 		// seconds that large.
