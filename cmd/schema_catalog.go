@@ -65,7 +65,7 @@ var commandSchemas = []commandSchema{
 	},
 	{
 		Command: "cancel", Tool: "cancel_process",
-		Description: "Stop a monitored service: SIGTERM (with SIGCONT) to its process group and escaped descendants, the grace period, SIGKILL to what remains, verification that nothing is left, and its terminal receipt. Idempotent: an ended monitor returns its existing receipt. Other monitors keep running. Given several monitors, or --all (command line only), it drains them at once and answers with their receipts.",
+		Description: "Stop a monitored service: SIGTERM (with SIGCONT) to its process group and escaped descendants, the grace period, SIGKILL to what remains, verification that nothing is left, and its terminal receipt. Idempotent: an ended monitor returns its existing receipt. Other monitors keep running.",
 		Request:     reflect.TypeFor[drainRequest](), ResponseAnyOf: []reflect.Type{reflect.TypeFor[receiptView](), reflect.TypeFor[cancelManyResponse]()},
 	},
 	{

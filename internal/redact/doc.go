@@ -44,7 +44,10 @@
 //   - whitespace: any run of it where a multi-line secret breaks a line, as
 //     when a key or certificate is reindented or rejoined, or where a
 //     secret has a space, as when a YAML writer or textwrap folds a
-//     passphrase across lines;
+//     passphrase across lines. So a line that ends in a secret's first
+//     line, or in a passphrase's first words, is held back with its line
+//     break until the next byte comes (and is a held tail at the end of
+//     the stream);
 //   - a doubled quote, of SQL literals, YAML's single-quoted scalars and
 //     CSV fields (a quote inside is written twice), for a secret that
 //     holds a quote;

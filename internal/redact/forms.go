@@ -100,8 +100,7 @@ func Forms(secret string) []string {
 // base64Forms returns the base64 forms of a secret (see Forms), before
 // the forms' length and uniqueness are enforced: first base64 and
 // base64url at each of the three alignments (entries 2k and 2k+1 for
-// secret[k:]), then those of the secret's JSON forms that differ from it,
-// and last the base64 of its base64 forms, at each alignment.
+// secret[k:]), then those of the secret's JSON forms that differ from it.
 func base64Forms(secret string) []string {
 	out := alignedBase64(secret, base64.RawStdEncoding, base64.RawURLEncoding)
 	for _, j := range []string{jsonEscape(secret), jsonMarshal(secret), asciiJSON(secret)} {
