@@ -38,6 +38,24 @@ func selectedRun(env *Env, g *globals) (string, error) {
 	return id, state.ValidRunID(id)
 }
 
+// checkRunFlag refuses a --run that names no run id, for every command:
+// status, logs, wait and cancel find a monitor by its id whatever run is
+// selected, and took "--run ''" or "--run bogus" without a word, which
+// start refused. procmon mcp answers each call with the error instead,
+// since its stdout carries JSON-RPC only.
+func checkRunFlag(c *cobra.Command, g *globals) error {
+	if c.Name() == "mcp" || !c.Flags().Changed("run") {
+		return nil
+	}
+	if g.run == "" {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `--run is empty: give a run id (r_..., or "default"), or leave it out for $PROCMON_RUN`).With("field", "run")
+	}
+	if err := state.ValidRunID(g.run); err != nil {
+		return protocol.AsError(err).With("field", "run")
+	}
+	return nil
+}
+
 // observeFor opens the state directory, observes a monitor and checks
 // that its run grants the tool.
 func observeFor(env *Env, id, tool string) (*state.Dir, *proc.Observation, error) {

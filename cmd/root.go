@@ -162,7 +162,12 @@ Start with: procmon configure --enable`,
 		Version:           Version,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
-		PersistentPreRunE: func(*cobra.Command, []string) error { return chooseFormat(env, g) },
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			if err := chooseFormat(env, g); err != nil {
+				return err
+			}
+			return checkRunFlag(c, g)
+		},
 	}
 	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response (printed on a terminal too)")
 	root.PersistentFlags().StringVar(&g.run, "run", "", "run id to act in (default $PROCMON_RUN, else \"default\")")

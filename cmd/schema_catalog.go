@@ -218,6 +218,7 @@ var schemaCatalog = &schema.Catalog{
 		"private_paths":               "Paths beneath a component that are never wait targets (default .git, .ssh, .env).",
 	},
 	TypeFields: map[string]string{
+		"waitRequest.timeout_seconds":   "Seconds to wait at most (a positive integer); outcome timeout then, with the service left running. Null or absent: no limit of the wait's own, so a wait for text the service never prints lasts as long as the service (or its work deadline): give one.",
 		"cancelManyResponse.monitors":   "The receipt of each monitor drained or already ended, in the order given (--all: oldest first).",
 		"cancelManyResponse.errors":     "Each monitor that could not be drained, with its error (see the error's message for what to do next); the exit status is then the first error's. Absent when every one was.",
 		"waitResponse.condition":        "The condition as it was evaluated.",

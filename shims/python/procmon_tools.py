@@ -41,6 +41,9 @@ executable; default ``$PROCMON_BIN``, else ``procmon`` on PATH) and ``env``
 inherits them). Monitors must have been enabled once with
 ``procmon configure --enable``.
 
+``run`` is the run that start_process and execute_command act in; the
+other tools find the monitor they are given by its id, in whatever run
+started it, whose grants decide (a malformed ``run`` is still refused).
 Without ``run`` (or ``$PROCMON_RUN`` in ``env``), calls act in the run
 ``default``, which every caller on the machine shares: its command budget
 is spent by all of them and never given back, and once it is ended
@@ -94,6 +97,7 @@ INTERRUPT_ANSWER_SECONDS = 5
 DRAIN_ANSWER_SECONDS = 20
 
 _DEFAULT_CANCEL_GRACE_SECONDS = 5
+_MAX_GRACE_SECONDS = 3600
 
 
 class ProcmonError(Exception):
@@ -162,7 +166,9 @@ def wait_process(
     Request: ``monitor_id``, ``condition`` and optional ``timeout_seconds``.
     Returns evidence whose ``outcome`` is ``satisfied``, ``timeout``,
     ``process_ended`` or ``unavailable``. The wait itself has no subprocess
-    timeout: the request's ``timeout_seconds`` bounds it. On
+    timeout: the request's ``timeout_seconds`` bounds it, and without one a
+    wait for text the service never prints lasts as long as the service
+    (or its work deadline): give one. On
     KeyboardInterrupt procmon is sent SIGINT (the service keeps running)
     and the interrupt propagates.
     """
@@ -219,6 +225,8 @@ def cancel_process(
     grace = inner.get("grace_seconds")
     if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
         grace = _DEFAULT_CANCEL_GRACE_SECONDS
+    # procmon refuses more; a larger bound would only overflow the timeout.
+    grace = min(grace, _MAX_GRACE_SECONDS)
     return _call(
         "cancel", inner, run=run, binary=binary, env=env, timeout=CALL_TIMEOUT_SECONDS + grace
     )
@@ -329,6 +337,14 @@ def _call(
     child_env = dict(os.environ)
     if env is not None:
         child_env.update(env)
+    for key, value in (("run", run), ("binary", binary)):
+        if value is not None and not isinstance(value, str):
+            raise ProcmonError("invalid_request", f"{key} must be a string, not {type(value).__name__}")
+    for name, value in child_env.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ProcmonError("invalid_request", f"env must map names to strings: {name!r} is {type(value).__name__}")
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ProcmonError("invalid_request", f"env variable {name!r}: a name is not empty and holds no '=', and neither holds NUL")
     argv = [_find_binary(binary, child_env), subcommand]
     if run is not None:
         argv += ["--run", run]

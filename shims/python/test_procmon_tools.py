@@ -501,6 +501,33 @@ class ShimTest(ProcmonToolsTest):
         self.assertEqual(raised.exception.code, "unknown_run")
         self.assertEqual(raised.exception.exit_status, 4)
 
+    def test_run_must_name_a_run(self):
+        # The monitor tools find a monitor in any run, but a run that is
+        # empty or malformed is refused, as start refuses it.
+        for run in ("", "--help", "bogus"):
+            with self.subTest(run=run):
+                with self.assertRaises(ProcmonError) as raised:
+                    self.call(process_status, {"monitor_id": UNKNOWN_ID}, run=run)
+                self.assertEqual(raised.exception.code, "invalid_request")
+                self.assertEqual(raised.exception.details.get("field"), "run")
+
+    def test_bad_keyword_arguments_are_typed_errors(self):
+        # A missing binary proves that nothing was run.
+        missing = str(self.scratch / "no-procmon-here")
+        for kwargs in ({"env": {"X": None}}, {"env": {"A=B": "x"}}, {"env": {"A": "x\0"}},
+                       {"env": {"": "x"}}, {"run": 5}, {"binary": 5}):
+            with self.subTest(kwargs=kwargs):
+                kwargs.setdefault("binary", missing)
+                with self.assertRaises(ProcmonError) as raised:
+                    start_process({"argv": SLEEPER}, **kwargs)
+                self.assertEqual(raised.exception.code, "invalid_request")
+
+    def test_huge_grace_is_procmons_to_refuse(self):
+        started = self.start_owned({"argv": SLEEPER})
+        with self.assertRaises(ProcmonError) as raised:
+            self.call(cancel_process, {"monitor_id": started["monitor_id"], "grace_seconds": 9_000_000_000})
+        self.assertEqual(raised.exception.code, "invalid_request")
+
     def test_binary_on_path(self):
         if os.path.basename(PROCMON) != "procmon":
             self.skipTest(f"PROCMON_BIN {PROCMON} is not named procmon")
