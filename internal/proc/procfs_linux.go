@@ -19,11 +19,18 @@ type procStat struct {
 	ppid       int
 	pgrp       int
 	session    int
+	threads    int
 	startTicks uint64
 }
 
-// alive reports whether the process still runs (not a zombie).
-func (s procStat) alive() bool { return s.state != 'Z' && s.state != 'X' }
+// alive reports whether the process still runs: not a zombie, or one
+// whose main thread alone has exited (pthread_exit) while its other
+// threads run. /proc shows such a process as a zombie, and its threads
+// count the dead leader too: taken for dead, it was never sent SIGKILL
+// and outlived cancel, run end and a deadline.
+func (s procStat) alive() bool {
+	return s.state != 'X' && (s.state != 'Z' || s.threads > 1)
+}
 
 // readStat parses /proc/PID/stat. The command name may hold spaces and
 // parentheses, so fields are counted after the last ')'.
@@ -80,11 +87,12 @@ func parseStat(pid int, buf []byte) (procStat, error) {
 		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	s := procStat{pid: pid, state: fields[0][0]}
-	var errs [4]error
+	var errs [5]error
 	s.ppid, errs[0] = strconv.Atoi(string(fields[1]))
 	s.pgrp, errs[1] = strconv.Atoi(string(fields[2]))
 	s.session, errs[2] = strconv.Atoi(string(fields[3]))
-	s.startTicks, errs[3] = strconv.ParseUint(string(fields[19]), 10, 64)
+	s.threads, errs[3] = strconv.Atoi(string(fields[17]))
+	s.startTicks, errs[4] = strconv.ParseUint(string(fields[19]), 10, 64)
 	for _, e := range errs {
 		if e != nil {
 			return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, e)

@@ -17,15 +17,30 @@ func TestParseStat(t *testing.T) {
 	for i := len(rest); i < 19; i++ {
 		rest = append(rest, "0")
 	}
+	rest[17] = "3" // threads
 	rest = append(rest, "987654", "0", "0")
 	line := "4242 (a) b (c)) " + strings.Join(rest, " ") + "\n"
 	got, err := parseStat(4242, []byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStat{pid: 4242, state: 'S', ppid: 1, pgrp: 4242, session: 4000, startTicks: 987654}
+	want := procStat{pid: 4242, state: 'S', ppid: 1, pgrp: 4242, session: 4000, threads: 3, startTicks: 987654}
 	if got != want {
 		t.Fatalf("parseStat = %+v, want %+v", got, want)
+	}
+	// A zombie is dead, unless only its main thread has exited.
+	for _, c := range []struct {
+		s     procStat
+		alive bool
+	}{
+		{procStat{state: 'S', threads: 1}, true},
+		{procStat{state: 'Z', threads: 1}, false},
+		{procStat{state: 'Z', threads: 2}, true},
+		{procStat{state: 'X', threads: 2}, false},
+	} {
+		if c.s.alive() != c.alive {
+			t.Errorf("%c with %d threads: alive %v", c.s.state, c.s.threads, !c.alive)
+		}
 	}
 	for _, bad := range []string{"4242 (x) S 1", "4242 x S 1 2 3", "4242 (x) S 1 pg " + strings.Repeat("0 ", 20)} {
 		if _, err := parseStat(4242, []byte(bad)); err == nil {
