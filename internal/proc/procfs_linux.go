@@ -253,23 +253,12 @@ func homeProven(sid int, since uint64, group int) bool {
 	if sid <= 1 || group <= 1 {
 		return false
 	}
-	d, err := os.Open("/proc")
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		s, err := readStat(pid)
-		if err == nil && s.session == sid && s.pgrp == group && s.state != 'X' && s.startTicks >= since {
-			return true
-		}
-	}
-	return false
+	found := false
+	eachProc(func(s procStat) bool {
+		found = s.session == sid && s.pgrp == group && s.state != 'X' && s.startTicks >= since
+		return !found
+	})
+	return found
 }
 
 // LostEscapees lists what is left of the sessions that a lost guardian
@@ -322,22 +311,32 @@ func scanSession(sid int, since, before uint64, skip int) []Member {
 	if sid <= 1 {
 		return nil
 	}
+	var out []Member
+	eachProc(func(s procStat) bool {
+		if s.pid != skip && s.session == sid && s.alive() && s.startTicks >= since && (before == 0 || s.startTicks < before) {
+			out = append(out, Member{PID: s.pid, StartTicks: s.startTicks})
+		}
+		return true
+	})
+	return out
+}
+
+// eachProc calls fn with the stat of each process in /proc, until it
+// returns false.
+func eachProc(fn func(procStat) bool) {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return nil
+		return
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
-	var out []Member
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == skip {
+		if err != nil {
 			continue
 		}
-		s, err := readStat(pid)
-		if err == nil && s.session == sid && s.alive() && s.startTicks >= since && (before == 0 || s.startTicks < before) {
-			out = append(out, Member{PID: pid, StartTicks: s.startTicks})
+		if s, err := readStat(pid); err == nil && !fn(s) {
+			return
 		}
 	}
-	return out
 }

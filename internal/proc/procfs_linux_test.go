@@ -79,28 +79,7 @@ func startSleeper(t *testing.T, attr *syscall.SysProcAttr) (int, uint64) {
 func TestLostMembersStayInTheirSession(t *testing.T) {
 	// The shell stands for a guardian: it leads a session of its own, and
 	// its sleep child lives in that session.
-	c := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	leader := c.Process.Pid
-	var member int
-	if _, err := fmt.Fscan(out, &member); err != nil {
-		t.Fatal(err)
-	}
-	leaderTicks, err := StartTicks(leader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	memberTicks, err := StartTicks(member)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, leader, leaderTicks, member, memberTicks := startSession(t, "sleep 60 & echo $!; wait")
 	t.Cleanup(func() {
 		syscall.Kill(-leader, syscall.SIGKILL)
 		c.Wait()
@@ -140,28 +119,7 @@ func TestLostMembersStayInTheirSession(t *testing.T) {
 func TestStopLostProvesTheLeadersSession(t *testing.T) {
 	// The shell stands for a guardian: it leads a session and a group of
 	// its own, and its sleep child lives in both.
-	c := exec.Command("sh", "-c", "sleep 60 & echo $!; exec sleep 60")
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	leader := c.Process.Pid
-	var member int
-	if _, err := fmt.Fscan(out, &member); err != nil {
-		t.Fatal(err)
-	}
-	leaderTicks, err := StartTicks(leader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	memberTicks, err := StartTicks(member)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, leader, leaderTicks, member, memberTicks := startSession(t, "sleep 60 & echo $!; exec sleep 60")
 	t.Cleanup(func() {
 		signalExact(procStat{pid: member, startTicks: memberTicks}, syscall.SIGKILL)
 		if left := waitGone([]Member{{member, memberTicks}}, time.Now().Add(patience)); len(left) > 0 {
@@ -190,4 +148,31 @@ func TestStopLostProvesTheLeadersSession(t *testing.T) {
 	if end.unproven != 0 || !end.clean() || Matches(member, memberTicks) {
 		t.Fatalf("proven, stopLost answered %+v; want the member %d stopped", end, member)
 	}
+}
+
+// startSession runs script in a shell that leads a session of its own;
+// the script prints the pid of a child it leaves in the session. It
+// returns the shell, its pid and start, and the child's.
+func startSession(t *testing.T, script string) (c *exec.Cmd, leader int, leaderTicks uint64, member int, memberTicks uint64) {
+	t.Helper()
+	c = exec.Command("sh", "-c", script)
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leader = c.Process.Pid
+	if _, err := fmt.Fscan(out, &member); err != nil {
+		t.Fatal(err)
+	}
+	if leaderTicks, err = StartTicks(leader); err != nil {
+		t.Fatal(err)
+	}
+	if memberTicks, err = StartTicks(member); err != nil {
+		t.Fatal(err)
+	}
+	return c, leader, leaderTicks, member, memberTicks
 }

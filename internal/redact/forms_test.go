@@ -216,6 +216,22 @@ for s in json.load(sys.stdin):
 	}
 }
 
+// jsonWriters write a string as a JSON string, quotes included: Go's
+// json.Marshal (HTML-safe), an encoder without HTML escaping, and
+// Python's json.dumps (asciiJSON, which TestPythonFormsArePythons holds
+// to Python).
+var jsonWriters = map[string]func(string) string{
+	"json.Marshal": func(s string) string { b, _ := json.Marshal(s); return string(b) },
+	"no HTML escaping": func(s string) string {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s)
+		return strings.TrimSuffix(b.String(), "\n")
+	},
+	"json.dumps": func(s string) string { return `"` + asciiJSON(s) + `"` },
+}
+
 // TestBase64OfJSONDocuments: a JSON document that holds the secret, base64
 // encoded (a Kubernetes secret's data, a token's payload, a cookie), as
 // Go's json.Marshal, an encoder without HTML escaping and Python's
@@ -227,23 +243,12 @@ for s in json.load(sys.stdin):
 // passes as it is.
 func TestBase64OfJSONDocuments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(63, 64))
-	writers := map[string]func(string) string{
-		"json.Marshal": func(s string) string { b, _ := json.Marshal(s); return string(b) },
-		"no HTML escaping": func(s string) string {
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			enc.Encode(s)
-			return strings.TrimSuffix(b.String(), "\n")
-		},
-		"json.dumps": func(s string) string { return `"` + asciiJSON(s) + `"` },
-	}
 	encs := map[string]*base64.Encoding{"std": base64.StdEncoding, "url": base64.URLEncoding, "raw": base64.RawStdEncoding}
 	for range 40 {
 		secret := randomEscSecret(rng, 8+rng.IntN(24)) + []string{`"`, `\`, "<", "&", "é", ""}[rng.IntN(6)]
 		other := randomEscSecret(rng, len(secret))
 		r := mustNew(t, secret)
-		for wname, write := range writers {
+		for wname, write := range jsonWriters {
 			written := write(secret)
 			written = written[1 : len(written)-1]
 			for ename, enc := range encs {
@@ -275,21 +280,10 @@ func TestBase64OfJSONDocuments(t *testing.T) {
 // chunking.
 func TestJSONThreeDeep(t *testing.T) {
 	rng := rand.New(rand.NewPCG(65, 66))
-	writers := map[string]func(string) string{
-		"json.Marshal": func(s string) string { b, _ := json.Marshal(s); return string(b) },
-		"no HTML escaping": func(s string) string {
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			enc.Encode(s)
-			return strings.TrimSuffix(b.String(), "\n")
-		},
-		"json.dumps": func(s string) string { return `"` + asciiJSON(s) + `"` },
-	}
 	for range 30 {
 		secret := randomEscSecret(rng, 8+rng.IntN(24)) + []string{`"`, `\`, "<", "&", "é", ""}[rng.IntN(6)]
 		r := mustNew(t, secret)
-		for name, write := range writers {
+		for name, write := range jsonWriters {
 			// Each level's document around the text written at the level
 			// below; the secret's own bytes are those three writes of it.
 			const mark = "\x00"
