@@ -40,7 +40,7 @@ func selectedRun(env *Env, g *globals) (string, error) {
 
 // checkRunFlag refuses a --run that names no run id, for every command:
 // status, logs, wait and cancel find a monitor by its id whatever run is
-// selected, and took "--run ''" or "--run bogus" without a word, which
+// selected, and took an empty --run or "--run bogus" without a word, which
 // start refused. procmon mcp answers each call with the error instead,
 // since its stdout carries JSON-RPC only.
 func checkRunFlag(c *cobra.Command, g *globals) error {

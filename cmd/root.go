@@ -159,9 +159,9 @@ line on stderr); -o json or --json forces the JSON, -o text the view.
 Monitors may be named by hand by their name (as the argument, or with
 --name) or by the start of their id (m_3kq9).
 Start with: procmon configure --enable`,
-		Version:           Version,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
+		Version:       Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
 			if err := chooseFormat(env, g); err != nil {
 				return err
