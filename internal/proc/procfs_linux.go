@@ -225,8 +225,7 @@ type Member struct {
 // itself exited since: that takes the kernel handing the guardian's pid
 // out again, to a process that makes a session and dies, while the lost
 // monitor waits for reconcile, which pid_max makes a matter of a pid
-// counter that wrapped meanwhile. A monitor's reconcile asks homeProven
-// first, which can tell it by the service's group.
+// counter that wrapped meanwhile.
 func LostMembers(guardianPID int, guardianTicks uint64) []Member {
 	if guardianPID <= 1 {
 		return nil
@@ -236,29 +235,6 @@ func LostMembers(guardianPID int, guardianTicks uint64) []Member {
 		before = s.startTicks
 	}
 	return scanSession(guardianPID, guardianTicks, before, guardianPID)
-}
-
-// homeProven reports whether the session of a lost guardian (sid, the
-// guardian's pid; since, its start) is still the guardian's: whether a
-// process of the service's group is in it, alive or a zombie, started no
-// earlier than the guardian. Such a process has held the session's number
-// since the guardian died (a member pins it), so no other process can
-// have made a session of that number; one made after the number was
-// freed would need a process of the pid the service had as well. Without
-// one, what the session holds may be the processes of a stranger that
-// was handed the guardian's pid once its session had emptied, made a
-// session of it and exited (a daemon's intermediate): they are left
-// alone, even those of the service that moved to a group of their own.
-func homeProven(sid int, since uint64, group int) bool {
-	if sid <= 1 || group <= 1 {
-		return false
-	}
-	found := false
-	eachProc(func(s procStat) bool {
-		found = s.session == sid && s.pgrp == group && s.state != 'X' && s.startTicks >= since
-		return !found
-	})
-	return found
 }
 
 // LostEscapees lists what is left of the sessions that a lost guardian

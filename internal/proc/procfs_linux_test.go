@@ -111,45 +111,6 @@ func TestLostMembersStayInTheirSession(t *testing.T) {
 	}
 }
 
-// TestStopLostProvesTheLeadersSession: with the leader of a lost session
-// gone, what is left of the session is stopped only if a process of the
-// service's group is in it: without one, it may be a stranger's that was
-// handed the leader's pid, made a session of it and exited. That is
-// counted unproven and left alone.
-func TestStopLostProvesTheLeadersSession(t *testing.T) {
-	// The shell stands for a guardian: it leads a session and a group of
-	// its own, and its sleep child lives in both.
-	c, leader, leaderTicks, member, memberTicks := startSession(t, "sleep 60 & echo $!; exec sleep 60")
-	t.Cleanup(func() {
-		signalExact(procStat{pid: member, startTicks: memberTicks}, syscall.SIGKILL)
-		if left := waitGone([]Member{{member, memberTicks}}, time.Now().Add(patience)); len(left) > 0 {
-			t.Errorf("sleep %d is still running", member)
-		}
-	})
-	// The leader is lost: its member stays in its session and group.
-	c.Process.Kill()
-	c.Wait()
-
-	// A group that none of the session's processes is in proves nothing.
-	const strangersGroup = 1<<22 - 3
-	if homeProven(leader, leaderTicks, strangersGroup) {
-		t.Fatalf("session %d proven by group %d, which none of it is in", leader, strangersGroup)
-	}
-	end := stopLost(leader, leaderTicks, strangersGroup, nil)
-	if end.unproven != 1 || len(end.signals) != 0 || !Matches(member, memberTicks) {
-		t.Fatalf("unproven, stopLost answered %+v and the member is alive: %v; want it left alone, one session unproven", end, Matches(member, memberTicks))
-	}
-	// The service's group (here the leader's own) proves it: the member
-	// is stopped.
-	if !homeProven(leader, leaderTicks, leader) {
-		t.Fatalf("session %d not proven by its member %d in group %d", leader, member, leader)
-	}
-	end = stopLost(leader, leaderTicks, leader, nil)
-	if end.unproven != 0 || !end.clean() || Matches(member, memberTicks) {
-		t.Fatalf("proven, stopLost answered %+v; want the member %d stopped", end, member)
-	}
-}
-
 // startSession runs script in a shell that leads a session of its own;
 // the script prints the pid of a child it leaves in the session. It
 // returns the shell, its pid and start, and the child's.

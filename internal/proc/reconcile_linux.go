@@ -37,7 +37,7 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		// A guardian that is alive but stopped renewing has lost custody;
 		// stopLost stops it with the rest.
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
-		end := stopLost(m.GuardianPID, m.GuardianStartTicks, m.PGID, m.EscapedSessions)
+		end := stopLost(m.GuardianPID, m.GuardianStartTicks, m.EscapedSessions)
 		r.Signals = end.signals
 		r.GroupEmptyVerified = end.clean()
 		for _, p := range end.left {
@@ -120,8 +120,8 @@ type lostEnd struct {
 	signals []state.SignalEvent
 	// left is what is still there after SIGKILL.
 	left []Member
-	// unproven counts the sessions, the leader's and those recorded, that
-	// still have processes which could not be proven ours (left alone).
+	// unproven counts the recorded sessions that still have processes
+	// which could not be proven ours (left alone).
 	unproven int
 	// outOfSight is set when the freeze reached its bound before it was
 	// done: a process it had not stopped may have started others, which
@@ -143,26 +143,15 @@ func (e lostEnd) clean() bool { return len(e.left) == 0 && !e.outOfSight }
 //
 // leaderPID and leaderTicks name the session's leader: a monitor's
 // guardian, or the command an exec trace names (which leads a session of
-// its own). group, if not 0, is the service's group, whose member proves
-// the leader's session (homeProven); without one, the session is taken
-// for the leader's as it stands (a start that just reaped its guardian, a
-// trace, an abandoned start, none of which names a group apart from the
-// session).
-func stopLost(leaderPID int, leaderTicks uint64, group int, escaped []state.EscapedSession) lostEnd {
+// its own).
+func stopLost(leaderPID int, leaderTicks uint64, escaped []state.EscapedSession) lostEnd {
 	end := lostEnd{signals: []state.SignalEvent{}}
 	// The sessions are proven once, before anything is signalled: their
 	// witnesses may be among what is stopped.
 	var proven []state.EscapedSession
 	proven, end.unproven = provenSessions(escaped)
-	home := group == 0 || Matches(leaderPID, leaderTicks) || homeProven(leaderPID, leaderTicks, group)
-	if !home && len(LostMembers(leaderPID, leaderTicks)) > 0 {
-		end.unproven++
-	}
 	lost := func() []Member {
-		var out []Member
-		if home {
-			out = LostMembers(leaderPID, leaderTicks)
-		}
+		out := LostMembers(leaderPID, leaderTicks)
 		// A leader still alive is frozen with the rest. A guardian alive
 		// past its window is the subreaper of what was orphaned since its
 		// last look, which may have left the session: it is found below
@@ -319,7 +308,7 @@ func SweepAbandoned(dir *state.Dir, id string) bool {
 				escaped = e.EscapedSessions
 			}
 			sid, ticks := mk.SessionOf()
-			if end := stopLost(sid, ticks, 0, escaped); !end.clean() || end.unproven > 0 {
+			if end := stopLost(sid, ticks, escaped); !end.clean() || end.unproven > 0 {
 				return false
 			}
 		}

@@ -462,7 +462,7 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	// it had spawned; one that died may have left some of it, in its
 	// session: that is stopped here, and the directory goes once nothing
 	// is left (else it stays, naming the guardian, for list to settle).
-	if end := stopLost(pg.g.PID, pg.ticks, 0, nil); len(end.left) > 0 {
+	if end := stopLost(pg.g.PID, pg.ticks, nil); len(end.left) > 0 {
 		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and %d of the processes it had started could not be stopped", pg.monitorID, len(end.left)).With("kill_unconfirmed", end.left)
 	} else if end.outOfSight {
 		return nil, protocol.Errorf(protocol.CodeInternal, "the guardian of %s died during the start, and the processes it had started forked faster than they could be stopped: some may be left", pg.monitorID)
