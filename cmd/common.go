@@ -42,10 +42,17 @@ func selectedRun(env *Env, g *globals) (string, error) {
 // status, logs, wait and cancel find a monitor by its id whatever run is
 // selected, and took an empty --run or "--run bogus" without a word, which
 // start refused. procmon mcp answers each call with the error instead,
-// since its stdout carries JSON-RPC only.
+// since its stdout carries JSON-RPC only; help and completion act in no
+// run.
 func checkRunFlag(c *cobra.Command, g *globals) error {
-	if c.Name() == "mcp" || !c.Flags().Changed("run") {
+	if !c.Flags().Changed("run") {
 		return nil
+	}
+	for p := c; p != nil; p = p.Parent() {
+		switch p.Name() {
+		case "mcp", "help", "completion":
+			return nil // no run is acted in
+		}
 	}
 	if g.run == "" {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `--run is empty: give a run id (r_..., or "default"), or leave it out for $PROCMON_RUN`).With("field", "run")

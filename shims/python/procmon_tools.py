@@ -334,17 +334,25 @@ def _call(
     except (TypeError, ValueError) as err:
         raise ProcmonError("invalid_request", f"the request is not JSON: {err}") from None
 
-    child_env = dict(os.environ)
-    if env is not None:
-        child_env.update(env)
     for key, value in (("run", run), ("binary", binary)):
         if value is not None and not isinstance(value, str):
             raise ProcmonError("invalid_request", f"{key} must be a string, not {type(value).__name__}")
-    for name, value in child_env.items():
+    if env is not None and not isinstance(env, Mapping):
+        raise ProcmonError("invalid_request", f"env must be a mapping of names to strings, not {type(env).__name__}")
+    for name, value in (env or {}).items():
         if not isinstance(name, str) or not isinstance(value, str):
-            raise ProcmonError("invalid_request", f"env must map names to strings: {name!r} is {type(value).__name__}")
+            raise ProcmonError(
+                "invalid_request",
+                f"env must map names to strings: {name!r} maps to {type(value).__name__}",
+            )
         if not name or "=" in name or "\0" in name or "\0" in value:
-            raise ProcmonError("invalid_request", f"env variable {name!r}: a name is not empty and holds no '=', and neither holds NUL")
+            raise ProcmonError(
+                "invalid_request",
+                f"env variable {name!r}: a name is not empty and holds no '=', and neither holds NUL",
+            )
+    child_env = dict(os.environ)
+    if env is not None:
+        child_env.update(env)
     argv = [_find_binary(binary, child_env), subcommand]
     if run is not None:
         argv += ["--run", run]

@@ -515,7 +515,8 @@ class ShimTest(ProcmonToolsTest):
         # A missing binary proves that nothing was run.
         missing = str(self.scratch / "no-procmon-here")
         for kwargs in ({"env": {"X": None}}, {"env": {"A=B": "x"}}, {"env": {"A": "x\0"}},
-                       {"env": {"": "x"}}, {"run": 5}, {"binary": 5}):
+                       {"env": {"": "x"}}, {"env": {b"A": "x"}}, {"env": 5}, {"env": "ab"},
+                       {"env": ["x"]}, {"run": 5}, {"binary": 5}):
             with self.subTest(kwargs=kwargs):
                 kwargs.setdefault("binary", missing)
                 with self.assertRaises(ProcmonError) as raised:
