@@ -287,32 +287,22 @@ func scanSession(sid int, since, before uint64, skip int) []Member {
 	if sid <= 1 {
 		return nil
 	}
-	var out []Member
-	eachProc(func(s procStat) bool {
-		if s.pid != skip && s.session == sid && s.alive() && s.startTicks >= since && (before == 0 || s.startTicks < before) {
-			out = append(out, Member{PID: s.pid, StartTicks: s.startTicks})
-		}
-		return true
-	})
-	return out
-}
-
-// eachProc calls fn with the stat of each process in /proc, until it
-// returns false.
-func eachProc(fn func(procStat) bool) {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return
+		return nil
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
+	var out []Member
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil {
+		if err != nil || pid == skip {
 			continue
 		}
-		if s, err := readStat(pid); err == nil && !fn(s) {
-			return
+		s, err := readStat(pid)
+		if err == nil && s.session == sid && s.alive() && s.startTicks >= since && (before == 0 || s.startTicks < before) {
+			out = append(out, Member{PID: pid, StartTicks: s.startTicks})
 		}
 	}
+	return out
 }
