@@ -23,8 +23,9 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // The forms are the secret as is; escaped as JSON (without quotes; without
 // HTML escaping, with it as json.Marshal writes &, < and > as \u0026, \u003c
 // and \u003e, and as Python writes it by default, with every character
-// beyond ASCII as \uxxxx), each once and twice (JSON inside JSON), Go-quoted (without quotes), as Python's repr of
-// it and of its UTF-8 bytes (every byte beyond ASCII as \xhh), URL query-
+// beyond ASCII as \uxxxx), each once and twice (JSON inside JSON),
+// Go-quoted (without quotes), as Python's repr of it and of its UTF-8
+// bytes (every byte beyond ASCII as \xhh), URL query-
 // and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
 // write it, XML-escaped, and with each single quote written as a shell's
 // single-quoted string writes it; and base64 and base64url encoded: the base64
@@ -102,25 +103,23 @@ func Forms(secret string) []string {
 // base64url at each of the three alignments (entries 2k and 2k+1 for
 // secret[k:]), then those of the secret's JSON forms that differ from it.
 func base64Forms(secret string) []string {
-	out := alignedBase64(secret, base64.RawStdEncoding, base64.RawURLEncoding)
+	out := alignedBase64(secret)
 	for _, j := range []string{jsonEscape(secret), jsonMarshal(secret), asciiJSON(secret)} {
 		if j != secret {
-			out = append(out, alignedBase64(j, base64.RawStdEncoding, base64.RawURLEncoding)...)
+			out = append(out, alignedBase64(j)...)
 		}
 	}
 	return out
 }
 
-// alignedBase64 returns, for k = 0, 1, 2, s[k:k+3*((len(s)-k)/3)] in each
-// encoding, without padding: the characters s fully determines at any
-// alignment inside a longer base64 blob.
-func alignedBase64(s string, encs ...*base64.Encoding) []string {
+// alignedBase64 returns, for k = 0, 1, 2, s[k:k+3*((len(s)-k)/3)] in
+// base64 and base64url, without padding: the characters s fully
+// determines at any alignment inside a longer base64 blob.
+func alignedBase64(s string) []string {
 	var out []string
 	for k := 0; k < 3 && len(s)-k >= 3; k++ {
 		seg := []byte(s[k : k+3*((len(s)-k)/3)])
-		for _, enc := range encs {
-			out = append(out, enc.EncodeToString(seg))
-		}
+		out = append(out, base64.RawStdEncoding.EncodeToString(seg), base64.RawURLEncoding.EncodeToString(seg))
 	}
 	return out
 }

@@ -129,9 +129,9 @@ func lanesFor(secrets []string) []laneSpec {
 // for the wrap lane, which reports nothing else: spelling them in every
 // family took the adversarial bench's backslash near misses from 85M to
 // 100M instructions per MiB with ASCII secrets.
-// The collapsed form of a secret with whitespace inside is marked for the whitespace
-// lane (with lanes only: it is a whitespace spelling of the secret as it
-// stands, too).
+// The collapsed form of a secret with whitespace inside is marked for
+// the whitespace lane (with lanes only: it is a whitespace spelling of
+// the secret as it stands, too).
 func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
 	seen := make(map[string]int)
 	var pats []pattern
