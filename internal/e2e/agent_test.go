@@ -898,15 +898,9 @@ func TestAgentMCPAnswersAtEOF(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- server.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
-		}
-	case <-time.After(patience):
-		server.Process.Kill()
-		<-exited
-		t.Fatalf("procmon mcp did not exit within %v of its stdin's end; stdout %q", patience, out.String())
+	if err := awaitExit(t, server, exited, patience, fmt.Sprintf("procmon mcp did not exit within %v of its stdin's end", patience),
+		func() string { return fmt.Sprintf("stdout %q", out.String()) }); err != nil {
+		t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
 	}
 
 	answers := map[int64]gjson.Result{}
@@ -1035,7 +1029,9 @@ func TestAgentMCPBadLines(t *testing.T) {
 		t.Fatalf("process_status after the bad lines: %s", r.Raw)
 	}
 	stdin.Close()
-	if err := server.Wait(); err != nil {
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	if err := awaitExit(t, server, exited, patience, fmt.Sprintf("procmon mcp did not exit within %v of its stdin's end", patience), nil); err != nil {
 		t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
 	}
 	if r := awaitRecordedReceipt(t, stateDir, started, "after its session ended"); r.Reason != "run_ended" {
@@ -1064,13 +1060,7 @@ func TestAgentMCPBadLinesUnread(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- server.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(patience):
-		server.Process.Kill()
-		<-exited
-		t.Fatalf("procmon mcp did not end within %v of its stdin's end, with its answers unread", patience)
-	}
+	awaitExit(t, server, exited, patience, fmt.Sprintf("procmon mcp did not end within %v of its stdin's end, with its answers unread", patience), nil)
 	assertNothingLeft(t, stateDir)
 }
 
@@ -1120,15 +1110,8 @@ func TestAgentMCPClientGoneAtEOF(t *testing.T) {
 	stdoutR.Close()
 	stdinW.Close()
 	// Well within the 30 s that a client still reading is given.
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		server.Process.Kill()
-		<-exited
-		t.Fatal("procmon mcp waited for its calls with nobody left to answer")
+	if err := awaitExit(t, server, exited, 10*time.Second, "procmon mcp waited for its calls with nobody left to answer", nil); err != nil {
+		t.Fatalf("procmon mcp: %v; stderr %q", err, stderr.String())
 	}
 	if !awaitGone(command, ticks) {
 		t.Fatalf("execute_command's command outlived its gone client by %v", patience)

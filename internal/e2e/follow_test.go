@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -141,14 +142,8 @@ func resumeAndAwaitEnd(t *testing.T, m *state.Monitor, follow *exec.Cmd, ended <
 // end of itself with exit status 0.
 func awaitFollowEnd(t *testing.T, follow *exec.Cmd, ended <-chan error, stderr *lockedBuffer) {
 	t.Helper()
-	select {
-	case err := <-ended:
-		if err != nil {
-			t.Fatalf("logs -f: %v; stderr %q", err, stderr.String())
-		}
-	case <-time.After(patience):
-		follow.Process.Kill()
-		<-ended
-		t.Fatalf("logs -f did not end within %v of its monitor; stderr %q", patience, stderr.String())
+	if err := awaitExit(t, follow, ended, patience, fmt.Sprintf("logs -f did not end within %v of its monitor", patience),
+		func() string { return fmt.Sprintf("stderr %q", stderr.String()) }); err != nil {
+		t.Fatalf("logs -f: %v; stderr %q", err, stderr.String())
 	}
 }

@@ -314,6 +314,25 @@ func stopOutsideLock(pid int, startTicks uint64, mdir string) error {
 	return fmt.Errorf("guardian %d kept its lock for %v", pid, patience)
 }
 
+// awaitExit returns how c ended, exited being where the caller's
+// goroutine sends c.Wait's answer. One that has not ended within bound is
+// killed, and the test fails with what, and detail's text when given.
+func awaitExit(t *testing.T, c *exec.Cmd, exited <-chan error, bound time.Duration, what string, detail func() string) error {
+	t.Helper()
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(bound):
+		c.Process.Kill()
+		<-exited
+		if detail != nil {
+			what += "; " + detail()
+		}
+		t.Fatal(what)
+		return nil
+	}
+}
+
 // lockedBuffer is a buffer a command writes while the test reads it.
 type lockedBuffer struct {
 	mu sync.Mutex

@@ -308,19 +308,24 @@ func TestMultiLineSecretWithWhitespaceRuns(t *testing.T) {
 	r := mustNew(t, secret)
 	runs := []string{" ", "  ", "\t\t", "\n\n", "\r\n", "\n    ", " \t\r\n\v\f"}
 	for round := 0; round < 200; round++ {
-		var b strings.Builder
-		for i, l := range lines {
-			if i > 0 {
-				b.WriteString(runs[rng.IntN(len(runs))])
-			}
-			b.WriteString(l)
-		}
-		in := []byte("key: " + b.String() + " done\n")
+		in := []byte("key: " + joinByRuns(rng, lines, runs) + " done\n")
 		out := checkChunkings(t, r, lines, in, rng)
 		if want := "key: " + Marker + " done\n"; string(out) != want {
 			t.Fatalf("%q: got %q", in, out)
 		}
 	}
+}
+
+// joinByRuns joins parts, each two by one of runs drawn at random.
+func joinByRuns(rng *rand.Rand, parts, runs []string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(runs[rng.IntN(len(runs))])
+		}
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 // TestFoldedPassphrase: a secret with spaces (a passphrase, a mnemonic)
@@ -334,14 +339,7 @@ func TestFoldedPassphrase(t *testing.T) {
 	r := mustNew(t, secret)
 	runs := []string{" ", "  ", "\n", "\n  ", "\r\n    ", "\t"}
 	for round := 0; round < 200; round++ {
-		var b strings.Builder
-		for i, w := range words {
-			if i > 0 {
-				b.WriteString(runs[rng.IntN(len(runs))])
-			}
-			b.WriteString(w)
-		}
-		in := []byte("seed: " + b.String() + "\nnext: 1\n")
+		in := []byte("seed: " + joinByRuns(rng, words, runs) + "\nnext: 1\n")
 		out := checkChunkings(t, r, words[:0], in, rng)
 		if want := "seed: " + Marker + "\nnext: 1\n"; string(out) != want {
 			t.Fatalf("%q: got %q", in, out)
