@@ -56,6 +56,12 @@ func TestFaultsFollowGuardianStoppedBeforeWatch(t *testing.T) {
 		<-ended
 		t.Fatalf("logs -f at logs:before_watch: %v", err)
 	}
+	// The tail was written before the follow stopped itself, but the copy
+	// of its pipe into stdout may lag behind: under load (a soak) it had
+	// not reached the buffer when the stop was seen.
+	for deadline := time.Now().Add(patience); len(stdout.String()) < len("sleeper ready\n") && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := stdout.String(); got != "sleeper ready\n" {
 		unix.Kill(follow.Process.Pid, unix.SIGCONT)
 		follow.Process.Kill()
