@@ -31,7 +31,7 @@ func rootServer(t *testing.T, root *componentRoot) (*state.Dir, *state.Monitor, 
 	if err := os.MkdirAll(mdir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	g := &guardian{mdir: mdir, root: root}
+	g := &guardian{dir: dir, monitorID: id, root: root}
 	ctl, err := g.listen()
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestComponentRootGivesUp(t *testing.T) {
 	if err := os.MkdirAll(mdir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	g := &guardian{mdir: mdir}
+	g := &guardian{dir: dir, monitorID: id}
 	ctl, err := g.listen() // listening, never accepting: a stopped guardian
 	if err != nil {
 		t.Fatal(err)

@@ -122,10 +122,13 @@ func socketPath(dirFD int) string {
 	return fmt.Sprintf("/proc/self/fd/%d/%s", dirFD, state.ControlName)
 }
 
+// listen binds the control socket through a descriptor of the monitor's
+// directory, reached and checked one component at a time: a link planted
+// in place of the directory does not take the socket elsewhere.
 func (g *guardian) listen() (*controlServer, error) {
-	fd, err := unix.Open(g.mdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := g.dir.OpenMonitorDir(g.monitorID)
 	if err != nil {
-		return nil, fmt.Errorf("open monitor directory: %w", err)
+		return nil, err
 	}
 	l, err := listenUnix(socketPath(fd))
 	if err != nil {

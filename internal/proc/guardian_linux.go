@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -52,7 +51,6 @@ type guardian struct {
 	spec      Spec
 	dir       *state.Dir
 	bootID    string
-	mdir      string
 	self      int
 	selfTicks uint64
 
@@ -203,13 +201,19 @@ func (g *guardian) settle() {
 // logToOwnFile makes the guardian's stderr its own log in the monitor's
 // directory: what it has to say about custody (and a panic's trace) stays
 // with the monitor. It is made after the handoff, which it would only
-// delay: nothing is written to it before. Without it, stderr is let go
-// all the same.
+// delay: nothing is written to it before. It is opened as every file of
+// the state directory is (state.Dir.OpenGuardianLog): a link, a FIFO or a
+// hard link to a file elsewhere planted in its place, or in place of the
+// directory, is not written through. Without it, stderr is let go all the
+// same.
 func (g *guardian) logToOwnFile() {
-	// Not following a link, and never waiting on a FIFO planted there.
-	if !redirect(2, filepath.Join(g.mdir, state.GuardianLogName), unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK) {
+	f, err := g.dir.OpenGuardianLog(g.monitorID)
+	if err != nil {
 		redirectToDevNull(2)
+		return
 	}
+	unix.Dup3(int(f.Fd()), 2, 0)
+	f.Close()
 }
 
 func redirectToDevNull(fd int) { redirect(fd, os.DevNull, unix.O_RDWR) }
@@ -269,7 +273,7 @@ func (g *guardian) open(in *bufio.Reader, slotRead <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	g.dir, g.mdir = dir, dir.MonitorDir(g.monitorID)
+	g.dir = dir
 	g.bootID = state.BootID()
 	if g.ctl, err = g.listen(); err != nil {
 		return err

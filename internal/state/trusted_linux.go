@@ -320,3 +320,24 @@ func (d *Dir) OpenLogForAppend(id string) (*os.File, error) {
 	}
 	return openFile(d.Path, d.MonitorDir(id), LogName, unix.O_WRONLY|unix.O_APPEND, 0, 0)
 }
+
+// OpenMonitorDir opens the directory of monitor id, reached and checked
+// one component at a time as every file in it is: a guardian holds it for
+// its control socket, which it binds through the descriptor.
+func (d *Dir) OpenMonitorDir(id string) (int, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return -1, err
+	}
+	return openDir(d.Path, d.MonitorDir(id))
+}
+
+// OpenGuardianLog opens a guardian's own log in the directory of monitor
+// id for appending, made 0600 if it is not there, checked as every file in
+// the state directory is: a link, a FIFO or a hard link planted in its
+// place is refused, not written through.
+func (d *Dir) OpenGuardianLog(id string) (*os.File, error) {
+	if err := ValidMonitorID(id); err != nil {
+		return nil, err
+	}
+	return openFile(d.Path, d.MonitorDir(id), GuardianLogName, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT, 0o600, 0)
+}

@@ -270,6 +270,15 @@ func TestPlantedFilesAreRefused(t *testing.T) {
 				return err
 			},
 		}},
+		"guardian.log": {func(f *trustFixture) string { return filepath.Join(f.d.MonitorDir(f.bad), GuardianLogName) }, false, map[string]func(f *trustFixture) error{
+			"open": func(f *trustFixture) error {
+				w, err := f.d.OpenGuardianLog(f.bad)
+				if err == nil {
+					w.Close()
+				}
+				return err
+			},
+		}},
 		"monitor lock": {func(f *trustFixture) string { return filepath.Join(f.d.MonitorDir(f.bad), lockName) }, false, map[string]func(f *trustFixture) error{
 			"lock": func(f *trustFixture) error { return f.d.WithMonitorLock(f.bad, func() error { return nil }) },
 			"update": func(f *trustFixture) error {
@@ -381,13 +390,27 @@ func TestPlantedDirectoriesAreRefused(t *testing.T) {
 			return err
 		},
 		"create run": func(f *trustFixture) error { return f.d.CreateRun(&Run{RunID: "r_" + "cccccccccccccccccccccccccc"}) },
+		"hold monitor dir": func(f *trustFixture) error {
+			fd, err := f.d.OpenMonitorDir(f.bad)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return err
+		},
+		"guardian log": func(f *trustFixture) error {
+			w, err := f.d.OpenGuardianLog(f.bad)
+			if err == nil {
+				w.Close()
+			}
+			return err
+		},
 	}
 	// Which uses go through which directory.
 	through := map[string][]string{
 		"runs":        {"open", "load run", "take", "create run"},
-		"monitors":    {"open", "load monitor", "save monitor", "read log"},
+		"monitors":    {"open", "load monitor", "save monitor", "read log", "hold monitor dir", "guardian log"},
 		"run dir":     {"load run", "take"},
-		"monitor dir": {"load monitor", "save monitor", "read log"},
+		"monitor dir": {"load monitor", "save monitor", "read log", "hold monitor dir", "guardian log"},
 	}
 	for dname, dpath := range dirs {
 		for pname, p := range plants {
