@@ -172,7 +172,7 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 // (unknown_monitor); a monitor whose record cannot be read is left to
 // its cancel, which says why.
 func monitorsExist(env *Env, ids []string) error {
-	dir, err := openState(env)
+	dir, err := lookState(env)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func liveMonitorsOfRun(env *Env, g *globals) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := openState(env)
+	dir, err := lookState(env)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func liveMonitorsOfRun(env *Env, g *globals) ([]string, error) {
 }
 
 func runCancel(env *Env, id string, graceMs int64) (*receiptView, error) {
-	dir, err := openState(env)
+	dir, err := lookState(env)
 	if err != nil {
 		return nil, err
 	}

@@ -17,13 +17,26 @@ import (
 	"procmon/internal/state"
 )
 
-// openState resolves and checks the state directory.
+// openState resolves and checks the state directory, and makes it if it
+// is not there: for the commands that write a run or a monitor.
 func openState(env *Env) (*state.Dir, error) {
 	path, err := stateDirPath(env.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	return state.Open(path)
+}
+
+// lookState resolves and checks the state directory without making it:
+// for the commands that read it or act on what it holds, which find
+// nothing in one that is not there (a mistyped PROCMON_STATE_DIR is not
+// made by a list).
+func lookState(env *Env) (*state.Dir, error) {
+	path, err := stateDirPath(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return state.Look(path)
 }
 
 // selectedRun is --run, else $PROCMON_RUN, else the default run.
@@ -66,7 +79,7 @@ func checkRunFlag(c *cobra.Command, g *globals) error {
 // observeFor opens the state directory, observes a monitor and checks
 // that its run grants the tool.
 func observeFor(env *Env, id, tool string) (*state.Dir, *proc.Observation, error) {
-	dir, err := openState(env)
+	dir, err := lookState(env)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -64,7 +64,7 @@ every command takes back in place of the id.`,
 }
 
 func runList(env *Env, g *globals, opts listOptions) error {
-	dir, err := openState(env)
+	dir, err := lookState(env)
 	if err != nil {
 		return err
 	}

@@ -501,7 +501,7 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 	// cannot be read now lists every tool, whose calls then say why.
 	granted := func(string) bool { return true }
 	if s.runID != "" && s.badRun == nil {
-		if dir, err := openState(s.env); err == nil {
+		if dir, err := lookState(s.env); err == nil {
 			if r, err := dir.LoadRun(s.runID); err == nil {
 				granted = r.Allows
 			}

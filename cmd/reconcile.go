@@ -60,7 +60,7 @@ leaves its session, and end, leaving a process that nothing names.`,
 			if req.MonitorID == "" {
 				return protocol.Errorf(protocol.CodeInvalidRequest, `field "monitor_id" is required`).With("field", "monitor_id")
 			}
-			dir, err := openState(env)
+			dir, err := lookState(env)
 			if err != nil {
 				return err
 			}

@@ -171,7 +171,7 @@ with procmon run new is selected.`,
 }
 
 func runEnd(env *Env, id string) (*runEndResponse, error) {
-	dir, err := openState(env)
+	dir, err := lookState(env)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 			if err := readOptionalRequest(env, c, &runListRequest{}); err != nil {
 				return err
 			}
-			dir, err := openState(env)
+			dir, err := lookState(env)
 			if err != nil {
 				return err
 			}
@@ -233,7 +233,7 @@ func newRunShowCmd(env *Env, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dir, err := openState(env)
+			dir, err := lookState(env)
 			if err != nil {
 				return err
 			}

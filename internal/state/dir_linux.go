@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -37,6 +38,24 @@ func Open(path string) (*Dir, error) {
 		}
 	}
 	return d, nil
+}
+
+// Look opens the state directory for a command that only reads it or
+// acts on what is in it: one that does not exist is not created, and
+// reads as empty (no monitor, no run but the default one). It is checked
+// as Open checks it.
+func Look(path string) (*Dir, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Dir{Path: path}, nil
+	}
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeStateUnsafe, "inspect state directory %s: %w", path, err)
+	}
+	if err := CheckOwnership(path, fi, os.Geteuid()); err != nil {
+		return nil, err
+	}
+	return &Dir{Path: path}, nil
 }
 
 // CheckOwnership refuses a state directory (or a file in it) that is not a

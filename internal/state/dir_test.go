@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -72,6 +73,42 @@ func TestOpenRefusesUnsafeDirectory(t *testing.T) {
 	os.Chmod(dir, 0o700)
 	os.Symlink(dir, link)
 	if _, err := Open(link); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+		t.Fatalf("symlinked dir: got %v", err)
+	}
+}
+
+// Look makes nothing: a state directory that is not there reads as
+// empty, and one that is there is checked as Open checks it.
+func TestLookMakesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	d, err := Look(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := d.MonitorIDs(); err != nil || len(ids) != 0 {
+		t.Errorf("monitors %v, %v: want none", ids, err)
+	}
+	if ids, err := d.RunIDs(); err != nil || len(ids) != 0 {
+		t.Errorf("runs %v, %v: want none", ids, err)
+	}
+	if _, err := d.LoadMonitor("m_" + "aaaaaaaaaaaaaaaaaaaaaaaaaa"); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
+		t.Errorf("load a monitor: got %v, want unknown_monitor", err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Look made the state directory: %v", err)
+	}
+
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	if _, err := Look(dir); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+		t.Fatalf("world-writable dir: got %v", err)
+	}
+	os.Chmod(dir, 0o700)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(dir, link)
+	if _, err := Look(link); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
 		t.Fatalf("symlinked dir: got %v", err)
 	}
 }

@@ -475,6 +475,9 @@ func (d *Dir) WithMonitorLock(id string, fn func() error) error {
 // with it (state_unsafe) instead of the monitor silently vanishing.
 func (d *Dir) MonitorIDs() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(d.Path, monitorsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a state directory not made yet (Look)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list monitors: %w", err)
 	}

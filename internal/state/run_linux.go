@@ -186,6 +186,9 @@ func (d *Dir) unknownRun(id string) error {
 // RunIDs lists the runs in the state directory, sorted.
 func (d *Dir) RunIDs() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(d.Path, runsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a state directory not made yet (Look)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
