@@ -51,21 +51,28 @@ func selectedRun(env *Env, g *globals) (string, error) {
 	return id, state.ValidRunID(id)
 }
 
-// checkRunFlag refuses a --run that names no run id, for every command:
-// status, logs, wait and cancel find a monitor by its id whatever run is
-// selected, and took an empty --run or "--run bogus" without a word, which
-// start refused. procmon mcp answers each call with the error instead,
-// since its stdout carries JSON-RPC only; help and completion act in no
-// run.
-func checkRunFlag(c *cobra.Command, g *globals) error {
-	if !c.Flags().Changed("run") {
-		return nil
-	}
+// checkRunFlag refuses a --run, or without one a $PROCMON_RUN, that
+// names no run id, for every command: status, logs, wait and cancel find
+// a monitor by its id whatever run is selected, and took an empty --run
+// or "--run bogus" without a word, which start refused. procmon mcp
+// answers each call with the error instead, since its stdout carries
+// JSON-RPC only; help and completion act in no run.
+func checkRunFlag(c *cobra.Command, env *Env, g *globals) error {
 	for p := c; p != nil; p = p.Parent() {
 		switch p.Name() {
 		case "mcp", "help", "completion":
 			return nil // no run is acted in
 		}
+	}
+	if !c.Flags().Changed("run") {
+		switch c.CommandPath() {
+		case "procmon configure", "procmon run new", "procmon run list":
+			return nil // the environment's run is not theirs to act in
+		}
+		if v := env.Getenv("PROCMON_RUN"); v != "" && state.ValidRunID(v) != nil {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `$PROCMON_RUN is %q, which is no run id: set it to one (r_..., or "default"), unset it, or give --run`, v).With("field", "PROCMON_RUN")
+		}
+		return nil
 	}
 	if g.run == "" {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `--run is empty: give a run id (r_..., or "default"), or leave it out for $PROCMON_RUN`).With("field", "run")

@@ -166,7 +166,7 @@ Start with: procmon configure --enable`,
 			if err := chooseFormat(env, g); err != nil {
 				return err
 			}
-			return checkRunFlag(c, g)
+			return checkRunFlag(c, env, g)
 		},
 	}
 	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response (printed on a terminal too)")
