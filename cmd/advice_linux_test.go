@@ -108,3 +108,31 @@ func TestToolErrorAdvisesASession(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionAdvice: an MCP client is advised the steps its tools take,
+// or told that a person must take one; never to select a run with --run
+// or to list monitors with a command line it cannot run.
+func TestSessionAdvice(t *testing.T) {
+	for _, c := range []struct {
+		err       *protocol.Error
+		want, not string
+	}{
+		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), "start_process returned", "procmon list"},
+		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_x" in /s`).With("run_id", "r_x"), "restart the server", "procmon run new"},
+		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("tool", "process_logs"),
+			"restart the server", "--run ID"},
+		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("monitor_id", "m_x").With("tool", "process_logs"),
+			"the run that started m_x decides", "procmon run end"},
+		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), "a person enables them with: procmon configure --enable", "--run"},
+		{protocol.Errorf(protocol.CodeMonitorsDisabled, "disabled (run r_x was created while they were off)").With("run_id", "r_x"), "start a new session", "--run ID"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"),
+			"no tool settles a lost guardian: a session that made its run reconciles m_x as it ends, and a person can now with: procmon reconcile m_x", "procmon status"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"),
+			"it has ended: start it again, then retry", "reconcile"},
+	} {
+		text := toolError(c.err).Content[0].(*mcp.TextContent).Text
+		if !strings.Contains(text, c.want) || strings.Contains(text, c.not) {
+			t.Errorf("tool error %s: want %q, not %q", text, c.want, c.not)
+		}
+	}
+}

@@ -584,17 +584,52 @@ func toolResult(v any) (*mcp.CallToolResult, error) {
 // would have to match the tool's output schema.
 func toolError(err error) *mcp.CallToolResult {
 	pe := protocol.AsError(err)
-	switch pe.Code {
-	case protocol.CodeRunEnded, protocol.CodeCommandBudgetExhausted:
-		// A client cannot select another run: the session's is fixed.
-		if !strings.Contains(pe.Message, "procmon ") {
-			pe.Message += "; an MCP session acts in one run: start a new session (restart the server) for a new run"
+	if !strings.Contains(pe.Message, "procmon ") {
+		if a := sessionAdvice(pe); a != "" {
+			pe.Message += "; " + a
 		}
-	default:
-		advise(pe)
 	}
 	data, _ := json.Marshal(pe.Object())
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}
+}
+
+// sessionAdvice is the step advise would add, in an MCP session's terms:
+// its client acts through the tools, in the session's one run, and no
+// tool lists monitors, makes or selects a run, enables monitors or
+// settles a lost guardian. A step only a person can take says so.
+func sessionAdvice(pe *protocol.Error) string {
+	const newSession = "an MCP session acts in one run: start a new session (restart the server) for a new run"
+	detail := func(k string) string {
+		s, _ := pe.Details[k].(string)
+		return s
+	}
+	switch pe.Code {
+	case protocol.CodeRunEnded, protocol.CodeCommandBudgetExhausted:
+		return newSession
+	case protocol.CodeUnknownRun:
+		return "the server was started with --run or $PROCMON_RUN naming it: restart the server without them, or with a run that exists"
+	case protocol.CodeUnknownMonitor:
+		return "give a monitor_id that start_process returned in this session's run"
+	case protocol.CodeMonitorsDisabled:
+		if detail("run_id") != "" {
+			return "the run froze the settings it was made with: once a person has enabled monitors (procmon configure --enable), " + newSession
+		}
+		return "a person enables them with: procmon configure --enable"
+	case protocol.CodeToolNotAllowed:
+		if id := detail("monitor_id"); id != "" && detail("run_id") != "" {
+			return "the run that started " + id + " decides which tools act on it"
+		}
+		return "the session's run does not grant it: restart the server without --run, or with a run that grants it"
+	case protocol.CodeNeedsReconciliation:
+		switch detail("status") {
+		case "", state.StatusNeedsReconciliation, state.StatusRunning, state.StatusSettling:
+			if id := detail("monitor_id"); id != "" {
+				return "no tool settles a lost guardian: a session that made its run reconciles " + id + " as it ends, and a person can now with: procmon reconcile " + id
+			}
+			return ""
+		}
+	}
+	return advice(pe)
 }
 
 // callEnv is env for one call: no stdin.
