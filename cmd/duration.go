@@ -72,10 +72,29 @@ func parseSeconds(s string) (int64, error) {
 		}
 		return 0, fmt.Errorf("not a duration: give seconds or a duration like 30s, 2m, 1h")
 	}
+	if !unitsDescend(s) {
+		// time.ParseDuration adds them up: 1h1h is 2h, 30s1m is 90s.
+		return 0, fmt.Errorf("units out of order or given twice; write each once, largest first (like 1h30m)")
+	}
 	if d%time.Second != 0 {
 		return 0, fmt.Errorf("not a whole number of seconds; procmon counts this in seconds (like 1s, 90s, 2m)")
 	}
 	return int64(d / time.Second), nil
+}
+
+// unitsDescend reports whether the units of a duration time.ParseDuration
+// read come each once, largest first: a repeated or misplaced unit is a
+// typo more often than a sum.
+func unitsDescend(s string) bool {
+	rank := map[string]int{"h": 6, "m": 5, "s": 4, "ms": 3, "us": 2, "µs": 2, "μs": 2, "ns": 1}
+	last := 7
+	for _, u := range strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '+' || r == '-' || r >= '0' && r <= '9' }) {
+		if rank[u] >= last {
+			return false
+		}
+		last = rank[u]
+	}
+	return true
 }
 
 // durationSyntax is what time.ParseDuration reads, whatever the size:

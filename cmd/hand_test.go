@@ -20,7 +20,7 @@ import (
 )
 
 func TestParseSeconds(t *testing.T) {
-	good := map[string]int64{"0": 0, "30": 30, "30s": 30, "2m": 120, "1h": 3600, "1m30s": 90, " 5 ": 5, "1500ms": 0}
+	good := map[string]int64{"0": 0, "30": 30, "30s": 30, "2m": 120, "1h": 3600, "1m30s": 90, " 5 ": 5, "1500ms": 0, "1h0m5s": 3605}
 	delete(good, "1500ms") // not whole seconds: refused below
 	for in, want := range good {
 		got, err := parseSeconds(in)
@@ -29,14 +29,18 @@ func TestParseSeconds(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":       "empty duration",
-		"1.5s":   "not a whole number of seconds",
-		"1500ms": "not a whole number of seconds",
-		"5x":     "unknown unit",
-		"1.5":    "a plain number is whole seconds (like 90); give a fraction with a unit (like 1.5m)",
-		"1e3":    "a plain number is whole seconds",
-		"2.5.5s": "unknown unit",
-		"soon":   "not a duration",
+		"":             "empty duration",
+		"1.5s":         "not a whole number of seconds",
+		"1500ms":       "not a whole number of seconds",
+		"5x":           "unknown unit",
+		"1.5":          "a plain number is whole seconds (like 90); give a fraction with a unit (like 1.5m)",
+		"1e3":          "a plain number is whole seconds",
+		"2.5.5s":       "unknown unit",
+		"soon":         "not a duration",
+		"1h1h":         "units out of order or given twice",
+		"30s1m":        "units out of order or given twice",
+		"1m1m":         "units out of order or given twice",
+		"2m500ms500ms": "units out of order or given twice",
 		// Well formed, past what a Go duration holds.
 		"2562048h": "over the limit of 3153600000 seconds (a hundred years)",
 	}

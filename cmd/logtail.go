@@ -197,6 +197,9 @@ func mtimeLag() time.Duration {
 // in RFC 3339.
 func parseSince(now time.Time, since string) (time.Time, error) {
 	if d, err := time.ParseDuration(since); err == nil && d >= 0 {
+		if !unitsDescend(since) {
+			return time.Time{}, protocol.Errorf(protocol.CodeInvalidRequest, "--since %q: units out of order or given twice; write each once, largest first (like 1h30m)", since).With("field", "since")
+		}
 		return now.Add(-d), nil
 	}
 	if n, err := strconv.ParseInt(since, 10, 64); err == nil && n >= 0 {
