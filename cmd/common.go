@@ -183,3 +183,25 @@ func stateDirPath(getenv func(string) string) (string, error) {
 	}
 	return path, err
 }
+
+// noArgs is cobra.NoArgs, which took a stray word for an unknown
+// subcommand ("unknown command \"x\" for \"procmon configure\"").
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return protocol.Errorf(protocol.CodeInvalidRequest, "%s takes no arguments, got %d (see %s --help)", c.CommandPath(), len(args), c.CommandPath())
+	}
+	return nil
+}
+
+// atMostOne is cobra.MaximumNArgs(1) saying what the one argument is and
+// which request field it fills (cobra said "accepts at most 1 arg(s),
+// received 2"). The arguments are counted, not shown: they may be a
+// command line pasted in by mistake.
+func atMostOne(field, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "%s takes one %s, got %d arguments (see %s --help)", c.CommandPath(), what, len(args), c.CommandPath()).With("field", field)
+		}
+		return nil
+	}
+}

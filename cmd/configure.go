@@ -76,7 +76,7 @@ number of starts, store a body with other values, then start a new run
 (procmon run new): a run keeps the settings of the moment it was created,
 and the run "default" is made on first use. The body may also come
 wrapped like every request, as {"request": {"sandbox": {...}}}.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			dir, err := openState(env)
 			if err != nil {

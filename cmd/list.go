@@ -49,7 +49,7 @@ func newListCmd(env *Env, g *globals) *cobra.Command {
 table when stdout is a terminal or with -o text (or --format table), JSON
 otherwise. The table shows each id as its shortest unique start, which
 every command takes back in place of the id.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !flagsUsed(c) {
 				if err := readOptionalRequest(env, c, &opts); err != nil {

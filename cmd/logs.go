@@ -105,7 +105,7 @@ On a terminal the text's control characters show as text (^[ for ESC,
 ^M for a carriage return not before a line feed, <U+009B>), so that a
 service's output cannot drive the terminal: clear it, hide a line, write
 the clipboard. Piped, or as JSON, the text is the service's, byte for byte.`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("monitor_id", "monitor id or name"),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			var req logsRequest

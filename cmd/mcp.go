@@ -60,7 +60,7 @@ $PROCMON_RUN); that run is then neither created nor ended by the server,
 and the tools listed are those it grants.
 
   claude mcp add procmon -- procmon mcp`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()

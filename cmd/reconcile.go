@@ -38,7 +38,7 @@ There is no grace, as cancel gives: each of those processes is stopped
 (SIGSTOP) before any is killed (SIGKILL). The service's custodian is
 gone, so a process let run (a SIGTERM handler) could fork a child that
 leaves its session, and end, leaving a process that nothing names.`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("monitor_id", "monitor id or name"),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			if c.Flags().Changed("grace") {

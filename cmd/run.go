@@ -77,7 +77,7 @@ func newRunNewCmd(env *Env, g *globals) *cobra.Command {
 run is drained (reason owner_exited). --tools limits the monitor tools the
 run allows (comma-separated; default all of them: ` + strings.Join(state.Tools, ", ") + `).
 A run with --native-checkpoints refuses monitors.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !flagsUsed(c) {
 				if err := readOptionalRequest(env, c, &req); err != nil {
@@ -154,7 +154,7 @@ Monitors whose custody is unverified are listed under errors: settle
 them with procmon reconcile. Ending is final, for the run "default" too:
 commands without --run or PROCMON_RUN are then refused until a run made
 with procmon run new is selected.`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("run_id", "run id"),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := requestedRun(env, g, c, args)
@@ -196,7 +196,7 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the runs",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := readOptionalRequest(env, c, &runListRequest{}); err != nil {
 				return err
@@ -226,7 +226,7 @@ func newRunShowCmd(env *Env, g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:               "show [RUN_ID]",
 		Short:             "Show a run: frozen policy, grants, owner, budget used",
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("run_id", "run id"),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			id, err := requestedRun(env, g, c, args)

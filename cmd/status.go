@@ -31,7 +31,7 @@ any other is a name.
 
   procmon status m_3kq9
   procmon status web`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("monitor_id", "monitor id or name"),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			var req statusRequest

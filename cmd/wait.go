@@ -94,7 +94,7 @@ once more at the end.
 --timeout the wait has no end of its own. Ctrl-C (or Ctrl-\), SIGTERM or
 SIGHUP ends it with the error wait_interrupted and exit status 130; the
 service keeps running.`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              atMostOne("monitor_id", "monitor id or name"),
 		ValidArgsFunction: completeMonitorIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
 			// Installed first, so an interrupt at any point is answered
