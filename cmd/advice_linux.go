@@ -57,6 +57,10 @@ func advice(pe *protocol.Error) string {
 		return "create a run that allows it with procmon run new (without --tools, every tool), and select it with --run ID or PROCMON_RUN=ID"
 	case protocol.CodeCheckpointsIncompat:
 		return "create a run without --native-checkpoints"
+	case protocol.CodeWaitInterrupted:
+		if id := detail("monitor_id"); id != "" {
+			return "check it with: procmon status " + id
+		}
 	case protocol.CodeNeedsReconciliation:
 		id := detail("monitor_id")
 		switch detail("status") {

@@ -86,6 +86,8 @@ func TestAdvise(t *testing.T) {
 			"process monitors are disabled (run r_x was created while they were off); create a new run with procmon run new, and select it with --run ID or PROCMON_RUN=ID"},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"),
 			"exec depends on monitor m_x, which is not running; it has ended: start it again, then retry"},
+		{protocol.Errorf(protocol.CodeWaitInterrupted, "wait on m_x was interrupted after 5 ms; the service keeps running").With("monitor_id", "m_x"),
+			"wait on m_x was interrupted after 5 ms; the service keeps running; check it with: procmon status m_x"},
 	} {
 		advise(c.err)
 		if c.err.Message != c.want {
@@ -102,7 +104,7 @@ func TestToolErrorAdvisesASession(t *testing.T) {
 		protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended").With("run_id", "r_x"),
 		protocol.Errorf(protocol.CodeCommandBudgetExhausted, "run r_x has used its 20 commands").With("run_id", "r_x"),
 	} {
-		text := toolError(err).Content[0].(*mcp.TextContent).Text
+		text := (&mcpSession{owned: true}).toolError(err).Content[0].(*mcp.TextContent).Text
 		if !strings.Contains(text, "start a new session") || strings.Contains(text, "--run") {
 			t.Errorf("tool error %s", text)
 		}
@@ -111,26 +113,37 @@ func TestToolErrorAdvisesASession(t *testing.T) {
 
 // TestSessionAdvice: an MCP client is advised the steps its tools take,
 // or told that a person must take one; never to select a run with --run
-// or to list monitors with a command line it cannot run.
+// or to list monitors with a command line it cannot run. A session that
+// joined its run (owned false) is not told that a restart makes a new
+// one, or that it reconciles what it leaves.
 func TestSessionAdvice(t *testing.T) {
 	for _, c := range []struct {
 		err       *protocol.Error
+		joined    bool
 		want, not string
 	}{
-		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), "start_process returned", "procmon list"},
-		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_x" in /s`).With("run_id", "r_x"), "restart the server", "procmon run new"},
-		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("tool", "process_logs"),
+		{protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended").With("run_id", "r_x"), true,
+			"a person restarts the server without --run and $PROCMON_RUN, or with another run", "new session"},
+		{protocol.Errorf(protocol.CodeCheckpointsIncompat, "run r_x uses native checkpoints, which reject monitor grants").With("run_id", "r_x"), true,
+			"a person restarts the server", "--native-checkpoints"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"), true,
+			"this session joined its run, so it does not end it: a person must run: procmon reconcile m_x", "reconciles m_x as it ends"},
+		{protocol.Errorf(protocol.CodeWaitInterrupted, "wait on m_x was interrupted after 5 ms; the service keeps running").With("monitor_id", "m_x"), false,
+			"check it with process_status", "procmon status"},
+		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), false, "start_process returned", "procmon list"},
+		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_x" in /s`).With("run_id", "r_x"), true, "a person restarts the server", "procmon run new"},
+		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("tool", "process_logs"), false,
 			"restart the server", "--run ID"},
-		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("monitor_id", "m_x").With("tool", "process_logs"),
+		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("monitor_id", "m_x").With("tool", "process_logs"), false,
 			"the run that started m_x decides", "procmon run end"},
-		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), "a person enables them with: procmon configure --enable", "--run"},
-		{protocol.Errorf(protocol.CodeMonitorsDisabled, "disabled (run r_x was created while they were off)").With("run_id", "r_x"), "start a new session", "--run ID"},
-		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"),
-			"no tool settles a lost guardian: a session that made its run reconciles m_x as it ends, and a person can now with: procmon reconcile m_x", "procmon status"},
-		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"),
+		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), false, "a person enables them with: procmon configure --enable", "--run"},
+		{protocol.Errorf(protocol.CodeMonitorsDisabled, "disabled (run r_x was created while they were off)").With("run_id", "r_x"), false, "start a new session", "--run ID"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"), false,
+			"no tool settles a lost guardian: this session reconciles m_x as it ends, and a person can now with: procmon reconcile m_x", "procmon status"},
+		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"), false,
 			"it has ended: start it again, then retry", "reconcile"},
 	} {
-		text := toolError(c.err).Content[0].(*mcp.TextContent).Text
+		text := (&mcpSession{owned: !c.joined}).toolError(c.err).Content[0].(*mcp.TextContent).Text
 		if !strings.Contains(text, c.want) || strings.Contains(text, c.not) {
 			t.Errorf("tool error %s: want %q, not %q", text, c.want, c.not)
 		}

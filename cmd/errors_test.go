@@ -62,7 +62,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"fractional timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 1.5}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
 		{"short secret", `{"request": {"argv": ["sleep"], "secrets": ["hunter2"]}}`, []string{"start"}, "invalid_request", 2, "secrets[0]"},
 		{"traversal name", "", []string{"status", "../../../etc/passwd"}, "unknown_monitor", 4, "is named"},
-		{"flags without argv", "", []string{"start", "--name", "web"}, "invalid_request", 2, "is required and must not be empty"},
+		{"flags without argv", "", []string{"start", "--name", "web"}, "invalid_request", 2, "is required and must not be empty: the command and its arguments; usage: procmon start [flags] [--] COMMAND [ARGS...]"},
 		{"no such run subcommand", "", []string{"run", "frob"}, "invalid_request", 2, "unknown command"},
 		{"empty id in body", `{"request": {"monitor_id": ""}}`, []string{"status"}, "invalid_request", 2, "not valid"},
 		{"did you mean", "", []string{"stauts"}, "invalid_request", 2, "did you mean: start, status"},

@@ -107,7 +107,9 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 		s.runID = env.Getenv("PROCMON_RUN")
 	}
 	if s.runID != "" {
-		s.badRun = state.ValidRunID(s.runID)
+		if state.ValidRunID(s.runID) != nil {
+			s.badRun = protocol.Errorf(protocol.CodeInvalidRequest, `procmon mcp was started with the run %q (from --run or $PROCMON_RUN), which is no run id: a person restarts the server without it, or with a run id (r_..., or "default")`, s.runID)
+		}
 	} else {
 		// Made now, so the session's budget and policy are frozen at its
 		// start; if monitors are not configured yet, every call tries again
@@ -503,7 +505,11 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 	if s.runID != "" && s.badRun == nil {
 		if dir, err := lookState(s.env); err == nil {
 			if r, err := dir.LoadRun(s.runID); err == nil {
-				granted = r.Allows
+				// A run with native checkpoints refuses every monitor
+				// tool (checkpoints_incompatible): exec alone may run.
+				granted = func(tool string) bool {
+					return r.Allows(tool) && (!r.NativeCheckpoints || tool == state.ExecTool)
+				}
 			}
 		}
 	}
@@ -521,7 +527,7 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				runID, err := s.sessionRun()
 				if err != nil {
-					return toolError(err), nil
+					return s.toolError(err), nil
 				}
 				args := req.Params.Arguments
 				if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
@@ -530,11 +536,11 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 				if len(args) > protocol.MaxRequestBytes {
 					// As a request body on stdin: refused before it takes a
 					// slot, or reaches exec as an argument list too long.
-					return toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments are larger than %d bytes", protocol.MaxRequestBytes).With("field", "arguments")), nil
+					return s.toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments are larger than %d bytes", protocol.MaxRequestBytes).With("field", "arguments")), nil
 				}
 				if bytes.TrimSpace(args)[0] != '{' {
 					// Named as MCP names them: there is no "request" here.
-					return toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments must be a JSON object of the tool's fields, got %.20s", args).With("field", "arguments")), nil
+					return s.toolError(protocol.Errorf(protocol.CodeInvalidRequest, "the arguments must be a JSON object of the tool's fields, got %.20s", args).With("field", "arguments")), nil
 				}
 				// The SDK waits for the calls in progress before Run returns,
 				// without ending their contexts: a server told to stop ends
@@ -544,7 +550,7 @@ func (s *mcpSession) addTools(server *mcp.Server) error {
 				defer context.AfterFunc(s.stopped, cancel)()
 				v, err := serve(ctx, req, &globals{run: runID}, args)
 				if err != nil {
-					return toolError(err), nil
+					return s.toolError(err), nil
 				}
 				return toolResult(v)
 			})
@@ -580,12 +586,16 @@ func toolResult(v any) (*mcp.CallToolResult, error) {
 }
 
 // toolError is a typed error as a tool error: its text is the error object
-// procmon prints, code first. It carries no structured content, which
-// would have to match the tool's output schema.
-func toolError(err error) *mcp.CallToolResult {
+// procmon prints, code first, advised in the session's terms
+// (sessionAdvice). It carries no structured content, which would have to
+// match the tool's output schema.
+func (s *mcpSession) toolError(err error) *mcp.CallToolResult {
 	pe := protocol.AsError(err)
 	if !strings.Contains(pe.Message, "procmon ") {
-		if a := sessionAdvice(pe); a != "" {
+		s.mu.Lock()
+		owned := s.owned
+		s.mu.Unlock()
+		if a := sessionAdvice(pe, owned); a != "" {
 			pe.Message += "; " + a
 		}
 	}
@@ -596,37 +606,53 @@ func toolError(err error) *mcp.CallToolResult {
 // sessionAdvice is the step advise would add, in an MCP session's terms:
 // its client acts through the tools, in the session's one run, and no
 // tool lists monitors, makes or selects a run, enables monitors or
-// settles a lost guardian. A step only a person can take says so.
-func sessionAdvice(pe *protocol.Error) string {
-	const newSession = "an MCP session acts in one run: start a new session (restart the server) for a new run"
+// settles a lost guardian. A step only a person can take says so. owned
+// says the session made its run (and ends it, reconciling what lost its
+// guardian, as the session ends); otherwise it joined the run given by
+// --run or $PROCMON_RUN, which a restart joins again.
+func sessionAdvice(pe *protocol.Error, owned bool) string {
 	detail := func(k string) string {
 		s, _ := pe.Details[k].(string)
 		return s
 	}
+	otherRun := "a person restarts the server without --run and $PROCMON_RUN, or with another run"
+	if owned {
+		otherRun = "an MCP session acts in one run: start a new session (restart the server) for a new run"
+	}
 	switch pe.Code {
 	case protocol.CodeRunEnded, protocol.CodeCommandBudgetExhausted:
-		return newSession
+		return otherRun
 	case protocol.CodeUnknownRun:
-		return "the server was started with --run or $PROCMON_RUN naming it: restart the server without them, or with a run that exists"
+		return "the server was started with --run or $PROCMON_RUN naming it: a person restarts the server without them, or with a run that exists"
 	case protocol.CodeUnknownMonitor:
 		return "give a monitor_id that start_process returned in this session's run"
 	case protocol.CodeMonitorsDisabled:
 		if detail("run_id") != "" {
-			return "the run froze the settings it was made with: once a person has enabled monitors (procmon configure --enable), " + newSession
+			return "the run froze the settings it was made with: once a person has enabled monitors (procmon configure --enable), " + otherRun
 		}
 		return "a person enables them with: procmon configure --enable"
+	case protocol.CodeCheckpointsIncompat:
+		return otherRun
 	case protocol.CodeToolNotAllowed:
 		if id := detail("monitor_id"); id != "" && detail("run_id") != "" {
 			return "the run that started " + id + " decides which tools act on it"
 		}
-		return "the session's run does not grant it: restart the server without --run, or with a run that grants it"
+		return "the session's run does not grant it: " + otherRun
+	case protocol.CodeWaitInterrupted:
+		if id := detail("monitor_id"); id != "" {
+			return "check it with process_status"
+		}
 	case protocol.CodeNeedsReconciliation:
 		switch detail("status") {
 		case "", state.StatusNeedsReconciliation, state.StatusRunning, state.StatusSettling:
-			if id := detail("monitor_id"); id != "" {
-				return "no tool settles a lost guardian: a session that made its run reconciles " + id + " as it ends, and a person can now with: procmon reconcile " + id
+			id := detail("monitor_id")
+			switch {
+			case id == "":
+				return ""
+			case owned:
+				return "no tool settles a lost guardian: this session reconciles " + id + " as it ends, and a person can now with: procmon reconcile " + id
 			}
-			return ""
+			return "no tool settles a lost guardian, and this session joined its run, so it does not end it: a person must run: procmon reconcile " + id
 		}
 	}
 	return advice(pe)

@@ -218,7 +218,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	}
 	interrupted := func() error {
 		elapsed := env.Now().Sub(start).Milliseconds()
-		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running: check it with procmon status %s", id, elapsed, id).
+		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running", id, elapsed).
 			With("monitor_id", id).With("elapsed_ms", elapsed)
 	}
 	if began != nil {

@@ -560,14 +560,18 @@ func TestAgentMCPServerStopped(t *testing.T) {
 
 // TestAgentMCPListsTheJoinedRunsTools: a server that joins a run lists
 // only the tools the run grants, where it listed all six and answered
-// tool_not_allowed to every call of the others.
+// tool_not_allowed to every call of the others; a run with native
+// checkpoints, which refuses every monitor tool, lists execute_command
+// alone.
 func TestAgentMCPListsTheJoinedRunsTools(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	runProcmon(t, procmon, "configure", "--enable")
 	run := gjson.GetBytes(runProcmon(t, procmon, "run", "new", "--tools", "start_process,wait_process"), "run_id").String()
+	checkpoints := gjson.GetBytes(runProcmon(t, procmon, "run", "new", "--native-checkpoints"), "run_id").String()
 	for _, c := range []struct{ run, want string }{
 		{run, "start_process,wait_process"},
+		{checkpoints, "execute_command"},
 		// A run that cannot be read lists every tool, whose calls say why.
 		{"r_" + strings.Repeat("0", 26), "cancel_process,execute_command,process_logs,process_status,start_process,wait_process"},
 	} {
@@ -592,8 +596,9 @@ func TestAgentMCPListsTheJoinedRunsTools(t *testing.T) {
 // TestAgentMCPExecAdvice: execute_command's errors, answered by the
 // procmon exec the server runs, are advised as every tool's: once, and in
 // a session's terms. The exec's own advice for a person came through, so
-// a dependency's was said twice and an ended run advised --run, which no
-// MCP client can give.
+// a dependency's was said twice and an ended run advised --run ID, which
+// no MCP client can give. This session joined its run, which a restart
+// would join again: a person must restart the server with another.
 func TestAgentMCPExecAdvice(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
@@ -617,8 +622,8 @@ func TestAgentMCPExecAdvice(t *testing.T) {
 		t.Errorf("a dependency that has ended: %q, want its advice once", m)
 	}
 	runProcmon(t, procmon, "run", "end", "--run", run)
-	if m := message(map[string]any{"argv": []string{"printer"}}); !strings.Contains(m, "start a new session") || strings.Contains(m, "--run") {
-		t.Errorf("an ended run: %q, want a new session advised, not --run", m)
+	if m := message(map[string]any{"argv": []string{"printer"}}); !strings.Contains(m, "a person restarts the server without --run and $PROCMON_RUN, or with another run") || strings.Contains(m, "--run ID") {
+		t.Errorf("an ended run: %q, want a restart with another run advised, not --run ID", m)
 	}
 	session.Close()
 	server.Wait()
