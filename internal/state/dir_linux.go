@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"procmon/internal/protocol"
 )
 
@@ -42,8 +44,10 @@ func Open(path string) (*Dir, error) {
 
 // Look opens the state directory for a command that only reads it or
 // acts on what is in it: one that does not exist is not created, and
-// reads as empty (no monitor, no run but the default one). It is checked
-// as Open checks it.
+// reads as empty (no monitor, no run), and so do its runs/ and monitors/
+// when they are not there. What is there is checked as Open checks it: a
+// runs/ or monitors/ that is a link, or that others may write, is
+// state_unsafe, never listed.
 func Look(path string) (*Dir, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -54,6 +58,16 @@ func Look(path string) (*Dir, error) {
 	}
 	if err := CheckOwnership(path, fi, os.Geteuid()); err != nil {
 		return nil, err
+	}
+	for _, sub := range []string{runsDir, monitorsDir} {
+		fd, err := openDir(path, filepath.Join(path, sub))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		unix.Close(fd)
 	}
 	return &Dir{Path: path}, nil
 }

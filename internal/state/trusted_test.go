@@ -381,6 +381,7 @@ func TestPlantedDirectoriesAreRefused(t *testing.T) {
 	}
 	uses := map[string]func(f *trustFixture) error{
 		"open":         func(f *trustFixture) error { _, err := Open(f.d.Path); return err },
+		"look":         func(f *trustFixture) error { _, err := Look(f.d.Path); return err },
 		"load run":     func(f *trustFixture) error { _, err := f.d.LoadRun(DefaultRun); return err },
 		"take":         func(f *trustFixture) error { _, err := f.d.TakeOrdinal(DefaultRun, nil, nil); return err },
 		"load monitor": func(f *trustFixture) error { _, err := f.d.LoadMonitor(f.bad); return err },
@@ -407,8 +408,8 @@ func TestPlantedDirectoriesAreRefused(t *testing.T) {
 	}
 	// Which uses go through which directory.
 	through := map[string][]string{
-		"runs":        {"open", "load run", "take", "create run"},
-		"monitors":    {"open", "load monitor", "save monitor", "read log", "hold monitor dir", "guardian log"},
+		"runs":        {"open", "look", "load run", "take", "create run"},
+		"monitors":    {"open", "look", "load monitor", "save monitor", "read log", "hold monitor dir", "guardian log"},
 		"run dir":     {"load run", "take"},
 		"monitor dir": {"load monitor", "save monitor", "read log", "hold monitor dir", "guardian log"},
 	}
