@@ -51,12 +51,13 @@ func selectedRun(env *Env, g *globals) (string, error) {
 	return id, state.ValidRunID(id)
 }
 
-// checkRunFlag refuses a --run, or without one a $PROCMON_RUN, that
-// names no run id, for every command: status, logs, wait and cancel find
-// a monitor by its id whatever run is selected, and took an empty --run
-// or "--run bogus" without a word, which start refused. procmon mcp
-// answers each call with the error instead, since its stdout carries
-// JSON-RPC only; help and completion act in no run.
+// checkRunFlag refuses a --run that names no run id, for every command,
+// and without one a $PROCMON_RUN that names none, for the commands that
+// act in a run: status, logs, wait and cancel find a monitor by its id
+// whatever run is selected, and took an empty --run or "--run bogus"
+// without a word, which start refused. procmon mcp answers each call with
+// the error instead, since its stdout carries JSON-RPC only; help and
+// completion act in no run.
 func checkRunFlag(c *cobra.Command, env *Env, g *globals) error {
 	for p := c; p != nil; p = p.Parent() {
 		switch p.Name() {
@@ -66,8 +67,12 @@ func checkRunFlag(c *cobra.Command, env *Env, g *globals) error {
 	}
 	if !c.Flags().Changed("run") {
 		switch c.CommandPath() {
-		case "procmon configure", "procmon run new", "procmon run list":
-			return nil // the environment's run is not theirs to act in
+		case "procmon start", "procmon exec", "procmon list", "procmon status", "procmon logs", "procmon wait",
+			"procmon cancel", "procmon reconcile", "procmon run end", "procmon run show":
+		default:
+			// configure, schema, run new and list, completion (cobra's
+			// __complete too) and help act in no run of the environment's.
+			return nil
 		}
 		if v := env.Getenv("PROCMON_RUN"); v != "" && state.ValidRunID(v) != nil {
 			return protocol.Errorf(protocol.CodeInvalidRequest, `$PROCMON_RUN is %q, which is no run id: set it to one (r_..., or "default"), unset it, or give --run`, v).With("field", "PROCMON_RUN")
