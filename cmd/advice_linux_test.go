@@ -132,6 +132,8 @@ func TestSessionAdvice(t *testing.T) {
 			"check it with process_status", "procmon status"},
 		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), false, "start_process returned", "procmon list"},
 		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_x" in /s`).With("run_id", "r_x"), true, "a person restarts the server", "procmon run new"},
+		// Another run than the session's: a monitor's, gone.
+		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_y" in /s`).With("run_id", "r_y"), true, `in /s","details"`, "restart"},
 		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("tool", "process_logs"), false,
 			"restart the server", "--run ID"},
 		{protocol.Errorf(protocol.CodeToolNotAllowed, "run r_x does not allow process_logs").With("run_id", "r_x").With("monitor_id", "m_x").With("tool", "process_logs"), false,
@@ -143,7 +145,7 @@ func TestSessionAdvice(t *testing.T) {
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"), false,
 			"it has ended: start it again, then retry", "reconcile"},
 	} {
-		text := (&mcpSession{owned: !c.joined}).toolError(c.err).Content[0].(*mcp.TextContent).Text
+		text := (&mcpSession{owned: !c.joined, runID: "r_x"}).toolError(c.err).Content[0].(*mcp.TextContent).Text
 		if !strings.Contains(text, c.want) || strings.Contains(text, c.not) {
 			t.Errorf("tool error %s: want %q, not %q", text, c.want, c.not)
 		}

@@ -593,9 +593,9 @@ func (s *mcpSession) toolError(err error) *mcp.CallToolResult {
 	pe := protocol.AsError(err)
 	if !strings.Contains(pe.Message, "procmon ") {
 		s.mu.Lock()
-		owned := s.owned
+		owned, runID := s.owned, s.runID
 		s.mu.Unlock()
-		if a := sessionAdvice(pe, owned); a != "" {
+		if a := sessionAdvice(pe, owned, runID); a != "" {
 			pe.Message += "; " + a
 		}
 	}
@@ -609,8 +609,9 @@ func (s *mcpSession) toolError(err error) *mcp.CallToolResult {
 // settles a lost guardian. A step only a person can take says so. owned
 // says the session made its run (and ends it, reconciling what lost its
 // guardian, as the session ends); otherwise it joined the run given by
-// --run or $PROCMON_RUN, which a restart joins again.
-func sessionAdvice(pe *protocol.Error, owned bool) string {
+// --run or $PROCMON_RUN, which a restart joins again. runID is the
+// session's run.
+func sessionAdvice(pe *protocol.Error, owned bool, runID string) string {
 	detail := func(k string) string {
 		s, _ := pe.Details[k].(string)
 		return s
@@ -623,6 +624,10 @@ func sessionAdvice(pe *protocol.Error, owned bool) string {
 	case protocol.CodeRunEnded, protocol.CodeCommandBudgetExhausted:
 		return otherRun
 	case protocol.CodeUnknownRun:
+		if owned || detail("run_id") != runID {
+			// A monitor's own run, gone from the state directory.
+			return ""
+		}
 		return "the server was started with --run or $PROCMON_RUN naming it: a person restarts the server without them, or with a run that exists"
 	case protocol.CodeUnknownMonitor:
 		return "give a monitor_id that start_process returned in this session's run"
