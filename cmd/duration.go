@@ -67,6 +67,9 @@ func parseSeconds(s string) (int64, error) {
 			return 0, fmt.Errorf("unknown unit; use s, m or h (like 30s, 2m, 1h30m) or a plain number of seconds")
 		}
 		if durationSyntax().MatchString(s) {
+			if !unitsDescend(s) {
+				return 0, errUnitOrder
+			}
 			// Well formed, past what a duration holds (292 years).
 			return 0, fmt.Errorf("over the limit of %d seconds (a hundred years)", protocol.MaxSeconds)
 		}
@@ -74,13 +77,15 @@ func parseSeconds(s string) (int64, error) {
 	}
 	if !unitsDescend(s) {
 		// time.ParseDuration adds them up: 1h1h is 2h, 30s1m is 90s.
-		return 0, fmt.Errorf("units out of order or given twice; write each once, largest first (like 1h30m)")
+		return 0, errUnitOrder
 	}
 	if d%time.Second != 0 {
 		return 0, fmt.Errorf("not a whole number of seconds; procmon counts this in seconds (like 1s, 90s, 2m)")
 	}
 	return int64(d / time.Second), nil
 }
+
+var errUnitOrder = errors.New("units out of order or given twice; write each once, largest first (like 1h30m)")
 
 // unitsDescend reports whether the units of a duration time.ParseDuration
 // read come each once, largest first: a repeated or misplaced unit is a

@@ -41,6 +41,8 @@ func TestParseSeconds(t *testing.T) {
 		"30s1m":        "units out of order or given twice",
 		"1m1m":         "units out of order or given twice",
 		"2m500ms500ms": "units out of order or given twice",
+		"1h.h":         "units out of order or given twice",
+		"9999999h1h":   "units out of order or given twice",
 		// Well formed, past what a Go duration holds.
 		"2562048h": "over the limit of 3153600000 seconds (a hundred years)",
 	}

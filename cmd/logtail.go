@@ -196,10 +196,11 @@ func mtimeLag() time.Duration {
 // parseSince reads a duration ago (5m, 90s, 0s: from now on) or a time
 // in RFC 3339.
 func parseSince(now time.Time, since string) (time.Time, error) {
+	wellFormed := durationSyntax().MatchString(since) && strings.ContainsAny(since, "0123456789")
+	if wellFormed && !unitsDescend(since) {
+		return time.Time{}, protocol.Errorf(protocol.CodeInvalidRequest, "--since %q: units out of order or given twice; write each once, largest first (like 1h30m)", since).With("field", "since")
+	}
 	if d, err := time.ParseDuration(since); err == nil && d >= 0 {
-		if !unitsDescend(since) {
-			return time.Time{}, protocol.Errorf(protocol.CodeInvalidRequest, "--since %q: units out of order or given twice; write each once, largest first (like 1h30m)", since).With("field", "since")
-		}
 		return now.Add(-d), nil
 	}
 	if n, err := strconv.ParseInt(since, 10, 64); err == nil && n >= 0 {
@@ -209,7 +210,7 @@ func parseSince(now time.Time, since string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, since); err == nil {
 		return t, nil
 	}
-	if durationSyntax().MatchString(since) && !strings.HasPrefix(since, "-") && strings.ContainsAny(since, "0123456789") {
+	if wellFormed && !strings.HasPrefix(since, "-") {
 		// Well formed and not negative, yet not read: past what a
 		// duration holds (292 years), so all of it, as for a number of
 		// seconds that large.

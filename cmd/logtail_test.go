@@ -188,7 +188,7 @@ func TestParseSince(t *testing.T) {
 			t.Errorf("parseSince(%q): %v; want the refusal", since, err)
 		}
 	}
-	for _, since := range []string{"1h1h", "30s5m"} {
+	for _, since := range []string{"1h1h", "30s5m", "30s9999999h"} {
 		if _, err := parseSince(now, since); err == nil || !strings.Contains(err.Error(), "units out of order or given twice") {
 			t.Errorf("parseSince(%q): %v; want the refusal of its units", since, err)
 		}
