@@ -49,6 +49,12 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
 		o.askGuardian(dir, custody)
 	}
+	if o.Status == state.StatusNeedsReconciliation && o.Monitor.Receipt == nil && !o.lapsed() {
+		// No guardian counts any more: what it wrote since its last save
+		// is in the log, which logs shows (settleCounts). Shown from the
+		// record, captured_bytes stayed below the log's stream_bytes.
+		settleCounts(dir, o.Monitor)
+	}
 	if o.lapsed() && custody == state.CustodyOpen {
 		// Shown as needing reconciliation while its guardian lives: the
 		// guardian must never claim custody again, whatever it wrote or
