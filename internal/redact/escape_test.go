@@ -246,7 +246,7 @@ func TestEscapedSecretsOracle(t *testing.T) {
 func TestNestedEscapings(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	b64 := func(enc *base64.Encoding) func(string) string {
-		return func(s string) string { return enc.EncodeToString([]byte(s[:len(s)/3*3])) }
+		return func(s string) string { return enc.EncodeToString([]byte(s)) }
 	}
 	inner := map[string]func(string) string{
 		"json": jsonEscape, "json html-safe": encoders["json html-safe"], "python json": asciiJSON,

@@ -112,14 +112,35 @@ func base64Forms(secret string) []string {
 	return out
 }
 
-// alignedBase64 returns, for k = 0, 1, 2, s[k:k+3*((len(s)-k)/3)] in
-// base64 and base64url, without padding: the characters s fully
-// determines at any alignment inside a longer base64 blob.
+// alignedBase64 returns, for k = 0, 1, 2, the characters s fully
+// determines inside a longer base64 blob in which its first k bytes
+// share a group of three with bytes before it, in base64 and base64url:
+// those of the whole groups s[k:k+3*((len(s)-k)/3)], with the one or two
+// that the bytes of s in the partial groups at either end determine on
+// their own (all six bits of a character). Without those, a secret of 16
+// bytes encoded alone ended in "OA==" after the marker, its last byte.
 func alignedBase64(s string) []string {
 	var out []string
 	for k := 0; k < 3 && len(s)-k >= 3; k++ {
-		seg := []byte(s[k : k+3*((len(s)-k)/3)])
-		out = append(out, base64.RawStdEncoding.EncodeToString(seg), base64.RawURLEncoding.EncodeToString(seg))
+		whole := k + 3*((len(s)-k)/3)
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			var form []byte
+			// A group of three bytes is four characters of six bits: the
+			// last k bytes of a group determine its last k characters,
+			// the first t bytes of one its first t.
+			if k > 0 {
+				var g [3]byte
+				copy(g[3-k:], s[:k])
+				form = append(form, enc.EncodeToString(g[:])[4-k:]...)
+			}
+			form = append(form, enc.EncodeToString([]byte(s[k:whole]))...)
+			if t := len(s) - whole; t > 0 {
+				var g [3]byte
+				copy(g[:], s[whole:])
+				form = append(form, enc.EncodeToString(g[:])[:t]...)
+			}
+			out = append(out, string(form))
+		}
 	}
 	return out
 }

@@ -28,20 +28,24 @@ func TestFormsOfSpecialSecret(t *testing.T) {
 		"s3cr%22et%2F%26%3Ck%3E%2B%20y%3D%25",    // Python's quote(s, safe=""), encodeURIComponent
 		"s3cr%22et/%26%3Ck%3E%2B%20y%3D%25",      // Python's quote(s)
 		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",        // XML
-		"czNjciJldC8mPGs+KyB5",                   // base64, k=0
-		"czNjciJldC8mPGs-KyB5",                   // base64url, k=0
-		"M2NyImV0LyY8az4rIHk9",                   // k=1, same in both alphabets
-		"Y3IiZXQvJjxrPisgeT0l",                   // k=2
+		// base64 at each alignment k (the secret's first k bytes end a
+		// group of the blob), with the characters the bytes at either
+		// end determine on their own: "PS" of "=%", the "z" of "s" and
+		// "J" of "%", the "Mz" of "s3".
+		"czNjciJldC8mPGs+KyB5PS", // base64, k=0
+		"czNjciJldC8mPGs-KyB5PS", // base64url, k=0
+		"zM2NyImV0LyY8az4rIHk9J", // k=1, same in both alphabets
+		"MzY3IiZXQvJjxrPisgeT0l", // k=2
 		// base64 of the JSON form (Python's json.dumps writes the same
 		// here), k=0, 1 (two alphabets), 2
 		"czNjclwiZXQvJjxrPisgeT0l",
-		"M2NyXCJldC8mPGs+KyB5",
-		"M2NyXCJldC8mPGs-KyB5",
-		"Y3JcImV0LyY8az4rIHk9",
+		"zM2NyXCJldC8mPGs+KyB5PS",
+		"zM2NyXCJldC8mPGs-KyB5PS",
+		"MzY3JcImV0LyY8az4rIHk9J",
 		// base64 of json.Marshal's, k=0, 1, 2
 		"czNjclwiZXQvXHUwMDI2XHUwMDNja1x1MDAzZSsgeT0l",
-		"M2NyXCJldC9cdTAwMjZcdTAwM2NrXHUwMDNlKyB5",
-		"Y3JcImV0L1x1MDAyNlx1MDAzY2tcdTAwM2UrIHk9",
+		"zM2NyXCJldC9cdTAwMjZcdTAwM2NrXHUwMDNlKyB5PS",
+		"MzY3JcImV0L1x1MDAyNlx1MDAzY2tcdTAwM2UrIHk9J",
 	}
 	for k, w := range want {
 		if !slices.Contains(forms, w) {
@@ -106,10 +110,17 @@ func TestEncodedFormsAreRedacted(t *testing.T) {
 }
 
 // TestBase64InsideLongerBlobs embeds the secret at every alignment inside
-// base64 blobs of other data: the characters the secret determines must go.
+// base64 blobs of other data, for each length modulo three: every
+// character whose six bits all come from the secret must go, and only
+// the ones that straddle its edges may stay next to the marker.
 func TestBase64InsideLongerBlobs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	secret := randomSecret(rng, 29)
+	for _, n := range []int{16, 17, 29} {
+		testBase64InsideLongerBlobs(t, rng, randomSecret(rng, n))
+	}
+}
+
+func testBase64InsideLongerBlobs(t *testing.T, rng *rand.Rand, secret string) {
 	r := mustNew(t, secret)
 	needles := Forms(secret)
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
@@ -127,10 +138,14 @@ func TestBase64InsideLongerBlobs(t *testing.T) {
 				if strings.Count(string(out), Marker) != 1 {
 					t.Fatalf("pre %d post %d: want one marker in %s", pre, post, masked(needles, out))
 				}
-				// At most the characters that straddle the secret's edges
-				// remain next to the marker.
-				if kept := len(out) - len(Marker) - len("payload=\n"); kept > len(blob)-len(secret)*4/3+4 {
-					t.Fatalf("pre %d post %d: %d blob characters kept", pre, post, kept)
+				// The marker stands for blob[a:b]: it covers the
+				// characters [lo, hi) that the secret's bits fill, and at
+				// most the one that straddles each edge besides.
+				a := strings.Index(string(out), Marker) - len("payload=")
+				b := len(blob) - (len(out) - len("\n") - len("payload=") - a - len(Marker))
+				lo, hi := (8*pre+5)/6, 8*(pre+len(secret))/6
+				if a > lo || b < hi || a < lo-1 || b > hi+1 {
+					t.Fatalf("length %d pre %d post %d: the marker covers characters [%d, %d), want [%d, %d)", len(secret), pre, post, a, b, lo, hi)
 				}
 				checkSame(t, needles, "blob one-byte", oneByte(r, in), out)
 			}
