@@ -13,12 +13,31 @@ import (
 // said here, once. An error composed here that names a command already
 // keeps its own.
 func advise(pe *protocol.Error) {
-	if strings.Contains(pe.Message, "procmon ") {
+	if namesCommand(pe.Message) {
 		return
 	}
 	if a := advice(pe); a != "" {
 		pe.Message += "; " + a
 	}
+}
+
+// namesCommand reports whether msg names a procmon command line already
+// ("procmon reconcile m_x", "see procmon run show"): "procmon does not
+// use it" names none, and kept the advice of every unsafe entry away.
+func namesCommand(msg string) bool {
+	for _, w := range []string{"configure", "start", "exec", "list", "status", "logs", "wait", "cancel", "reconcile", "run", "schema", "mcp", "completion"} {
+		for rest := msg; ; {
+			i := strings.Index(rest, "procmon "+w)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len("procmon "+w):]
+			if rest == "" || !('a' <= rest[0] && rest[0] <= 'z' || rest[0] == '_') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // advice is the step advise adds, from the error's code and details.

@@ -88,6 +88,10 @@ func TestAdvise(t *testing.T) {
 			"exec depends on monitor m_x, which is not running; it has ended: start it again, then retry"},
 		{protocol.Errorf(protocol.CodeWaitInterrupted, "wait on m_x was interrupted after 5 ms; the service keeps running").With("monitor_id", "m_x"),
 			"wait on m_x was interrupted after 5 ms; the service keeps running; check it with: procmon status m_x"},
+		// "procmon does not use it" names no command line.
+		{protocol.Errorf(protocol.CodeStateUnsafe, "/s/monitors in the state directory is unsafe: mode 0777 lets group or others write it; procmon does not use it").With("path", "/s/monitors"),
+			"/s/monitors in the state directory is unsafe: mode 0777 lets group or others write it; procmon does not use it; inspect or remove it by hand"},
+		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x; see procmon listing"), "no monitor m_x; see procmon listing; list monitors with: procmon list --all-runs"},
 	} {
 		advise(c.err)
 		if c.err.Message != c.want {

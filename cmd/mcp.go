@@ -591,7 +591,7 @@ func toolResult(v any) (*mcp.CallToolResult, error) {
 // match the tool's output schema.
 func (s *mcpSession) toolError(err error) *mcp.CallToolResult {
 	pe := protocol.AsError(err)
-	if !strings.Contains(pe.Message, "procmon ") {
+	if !namesCommand(pe.Message) {
 		s.mu.Lock()
 		owned, runID := s.owned, s.runID
 		s.mu.Unlock()

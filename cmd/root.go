@@ -128,7 +128,7 @@ func Run(args []string, env *Env) int {
 		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see %s --help)", strings.ReplaceAll(msg, "\n\t", ", "), help)
 	}
 	nameTheFlag(c, pe)
-	if pe.Code == protocol.CodeInvalidRequest && pe.Details["field"] == "argv" && c != nil && !strings.Contains(pe.Message, "procmon ") {
+	if pe.Code == protocol.CodeInvalidRequest && pe.Details["field"] == "argv" && c != nil && !namesCommand(pe.Message) {
 		// The request field's message is the protocol's; at the command
 		// line, the command goes after the flags.
 		pe.Message += "; usage: " + c.UseLine()

@@ -123,6 +123,11 @@ func openErr(path string, err error) error {
 	case errors.Is(err, unix.ELOOP):
 		return unsafeEntry(path, "it is a symbolic link")
 	case errors.Is(err, unix.ENOTDIR):
+		// O_DIRECTORY and O_NOFOLLOW on a link say ENOTDIR too. Looked at
+		// by its path for the message alone.
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return unsafeEntry(path, "it is a symbolic link")
+		}
 		return unsafeEntry(path, "it is not a directory")
 	case errors.Is(err, unix.ENXIO):
 		// O_WRONLY|O_NONBLOCK on a FIFO that nobody reads.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -424,6 +425,9 @@ func TestPlantedDirectoriesAreRefused(t *testing.T) {
 					err, _ := bounded(t, what, func() error { return uses[uname](f) })
 					if !protocol.HasCode(err, protocol.CodeStateUnsafe) {
 						t.Fatalf("got %v, want state_unsafe", err)
+					}
+					if pname == "symlink out" && !strings.Contains(err.Error(), "it is a symbolic link") {
+						t.Errorf("%v does not say it is a link", err)
 					}
 					if touched := watch.touched(); len(touched) > 0 {
 						t.Errorf("outside the state directory was touched: %v", touched)
