@@ -77,7 +77,9 @@ func advice(pe *protocol.Error) string {
 	case protocol.CodeCheckpointsIncompat:
 		return "create a run without --native-checkpoints"
 	case protocol.CodeWaitInterrupted:
-		if id := detail("monitor_id"); id != "" {
+		// A wait's (elapsed_ms): the service runs on. An interrupted start
+		// or exec drained what it started, and says so.
+		if id := detail("monitor_id"); id != "" && pe.Details["elapsed_ms"] != nil {
 			return "check it with: procmon status " + id
 		}
 	case protocol.CodeNeedsReconciliation:

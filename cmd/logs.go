@@ -64,7 +64,8 @@ The text is the stream read as UTF-8, with each byte that begins no
 character shown as U+FFFD (one for each byte, as wait --output reads it):
 a window holds at most max_bytes bytes of that text, while offset and
 next_offset count bytes of the stream. An --offset inside a character
-starts the window where that character ends; offset says where.
+starts the window where that character ends, and one past the end of the
+stream where it ends (no text); offset says where.
 
   procmon logs m_… --max-bytes 4096
   procmon logs m_… --offset 0 --max-bytes 1048576   # then --offset <next_offset>

@@ -644,9 +644,10 @@ func sessionAdvice(pe *protocol.Error, owned bool, runID string) string {
 		}
 		return "the session's run does not grant it: " + otherRun
 	case protocol.CodeWaitInterrupted:
-		if id := detail("monitor_id"); id != "" {
+		if detail("monitor_id") != "" && pe.Details["elapsed_ms"] != nil {
 			return "check it with process_status"
 		}
+		return ""
 	case protocol.CodeNeedsReconciliation:
 		switch detail("status") {
 		case "", state.StatusNeedsReconciliation, state.StatusRunning, state.StatusSettling:

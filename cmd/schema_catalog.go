@@ -157,7 +157,7 @@ var schemaCatalog = &schema.Catalog{
 		"finished_at_ms":       "When the drain ended and the receipt was made, in milliseconds since the Unix epoch.",
 		// Output windows.
 		"text":             "The redacted output window as UTF-8 text (invalid bytes shown as U+FFFD); credentials show as [REDACTED].",
-		"offset":           "Byte offset in the redacted stream where text starts. As a request field: read from this byte instead of the end.",
+		"offset":           "Byte offset in the redacted stream where text starts. As a request field: read from this byte instead of the end (past the end: from the end, with no text).",
 		"next_offset":      "Byte offset just after text: pass it as offset to continue without gap or overlap.",
 		"output_bytes":     "Length of text in bytes.",
 		"output_sha256":    "SHA-256 of text, in lowercase hex.",
