@@ -94,7 +94,14 @@ func advice(pe *protocol.Error) string {
 		if id != "" {
 			return "inspect it with procmon status " + id + ", then run: procmon reconcile " + id
 		}
-	case protocol.CodeStateUnsafe, protocol.CodeStateCorrupt:
+	case protocol.CodeStateUnsafe:
+		// The state directory's own message says how to fix it (run:
+		// chmod 700 ...); an entry in it may hold a running service's
+		// record, which removing would lose.
+		if detail("path") != "" && !strings.Contains(pe.Message, "; run: ") {
+			return "inspect it by hand: procmon uses it again once it is a file or directory of yours that only you may write, and not a link"
+		}
+	case protocol.CodeStateCorrupt:
 		if detail("path") != "" {
 			return "inspect or remove it by hand"
 		}

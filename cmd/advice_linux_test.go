@@ -91,7 +91,10 @@ func TestAdvise(t *testing.T) {
 		{protocol.Errorf(protocol.CodeWaitInterrupted, "start of sh was interrupted: m_x was drained").With("monitor_id", "m_x"), "start of sh was interrupted: m_x was drained"},
 		// "procmon does not use it" names no command line.
 		{protocol.Errorf(protocol.CodeStateUnsafe, "/s/monitors in the state directory is unsafe: mode 0777 lets group or others write it; procmon does not use it").With("path", "/s/monitors"),
-			"/s/monitors in the state directory is unsafe: mode 0777 lets group or others write it; procmon does not use it; inspect or remove it by hand"},
+			"/s/monitors in the state directory is unsafe: mode 0777 lets group or others write it; procmon does not use it; inspect it by hand: procmon uses it again once it is a file or directory of yours that only you may write, and not a link"},
+		// The state directory's own message says how to fix it already.
+		{protocol.Errorf(protocol.CodeStateUnsafe, "state directory /h/procmon is unsafe: mode 0777 lets group or others write it; run: chmod 700 /h/procmon").With("path", "/h/procmon"),
+			"state directory /h/procmon is unsafe: mode 0777 lets group or others write it; run: chmod 700 /h/procmon"},
 		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x; see procmon listing"), "no monitor m_x; see procmon listing; list monitors with: procmon list --all-runs"},
 	} {
 		advise(c.err)
@@ -133,9 +136,11 @@ func TestSessionAdvice(t *testing.T) {
 			"a person restarts the server", "--native-checkpoints"},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"), true,
 			"this session joined its run, so it does not end it: a person must run: procmon reconcile m_x", "reconciles m_x as it ends"},
+		// Whether process_status is granted, or the session goes on, is
+		// not known: nothing is advised.
 		{protocol.Errorf(protocol.CodeWaitInterrupted, "wait on m_x was interrupted after 5 ms; the service keeps running").With("monitor_id", "m_x").With("elapsed_ms", 5), false,
-			"check it with process_status", "procmon status"},
-		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), false, "start_process returned", "procmon list"},
+			`keeps running","details"`, "procmon status"},
+		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x in /s"), false, "a start in this session's run returned", "procmon list"},
 		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_x" in /s`).With("run_id", "r_x"), true, "a person restarts the server", "procmon run new"},
 		// Another run than the session's: a monitor's, gone.
 		{protocol.Errorf(protocol.CodeUnknownRun, `no run "r_y" in /s`).With("run_id", "r_y"), true, `in /s","details"`, "restart"},
@@ -146,7 +151,7 @@ func TestSessionAdvice(t *testing.T) {
 		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), false, "a person enables them with: procmon configure --enable", "--run"},
 		{protocol.Errorf(protocol.CodeMonitorsDisabled, "disabled (run r_x was created while they were off)").With("run_id", "r_x"), false, "start a new session", "--run ID"},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "monitor m_x needs reconciliation (why)").With("monitor_id", "m_x"), false,
-			"no tool settles a lost guardian: this session reconciles m_x as it ends, and a person can now with: procmon reconcile m_x", "procmon status"},
+			"no tool settles a lost guardian: a person can with: procmon reconcile m_x (this session reconciles those of its own run as it ends)", "procmon status"},
 		{protocol.Errorf(protocol.CodeNeedsReconciliation, "exec depends on monitor m_x, which is not running").With("monitor_id", "m_x").With("status", "cancelled"), false,
 			"it has ended: start it again, then retry", "reconcile"},
 	} {

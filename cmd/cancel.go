@@ -121,7 +121,7 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 		return err
 	}
 	ids, err := monitorArgs(env, g, args, name)
-	if err == nil {
+	if err == nil && len(ids) > 0 {
 		// An exact id is taken as it is written: it must name a monitor.
 		err = monitorsExist(env, ids)
 	}

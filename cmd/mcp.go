@@ -630,7 +630,7 @@ func sessionAdvice(pe *protocol.Error, owned bool, runID string) string {
 		}
 		return "the server was started with --run or $PROCMON_RUN naming it: a person restarts the server without them, or with a run that exists"
 	case protocol.CodeUnknownMonitor:
-		return "give a monitor_id that start_process returned in this session's run"
+		return "give a monitor_id that a start in this session's run returned"
 	case protocol.CodeMonitorsDisabled:
 		if detail("run_id") != "" {
 			return "the run froze the settings it was made with: once a person has enabled monitors (procmon configure --enable), " + otherRun
@@ -644,9 +644,8 @@ func sessionAdvice(pe *protocol.Error, owned bool, runID string) string {
 		}
 		return "the session's run does not grant it: " + otherRun
 	case protocol.CodeWaitInterrupted:
-		if detail("monitor_id") != "" && pe.Details["elapsed_ms"] != nil {
-			return "check it with process_status"
-		}
+		// Whether process_status is granted, and whether the session
+		// goes on, is not known here.
 		return ""
 	case protocol.CodeNeedsReconciliation:
 		switch detail("status") {
@@ -656,7 +655,9 @@ func sessionAdvice(pe *protocol.Error, owned bool, runID string) string {
 			case id == "":
 				return ""
 			case owned:
-				return "no tool settles a lost guardian: this session reconciles " + id + " as it ends, and a person can now with: procmon reconcile " + id
+				// The monitor may be another run's, which the error
+				// does not say.
+				return "no tool settles a lost guardian: a person can with: procmon reconcile " + id + " (this session reconciles those of its own run as it ends)"
 			}
 			return "no tool settles a lost guardian, and this session joined its run, so it does not end it: a person must run: procmon reconcile " + id
 		}
@@ -896,6 +897,10 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 		// line: the session advises in its own terms (toolError).
 		if a := advice(pe); a != "" {
 			pe.Message = strings.TrimSuffix(pe.Message, "; "+a)
+		}
+		// Nor does a client type a command line (the argv's usage line).
+		if i := strings.Index(pe.Message, "; usage: procmon "); i >= 0 {
+			pe.Message = pe.Message[:i]
 		}
 		return nil, pe
 	}

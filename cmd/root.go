@@ -128,7 +128,7 @@ func Run(args []string, env *Env) int {
 		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see %s --help)", strings.ReplaceAll(msg, "\n\t", ", "), help)
 	}
 	nameTheFlag(c, pe)
-	if pe.Code == protocol.CodeInvalidRequest && pe.Details["field"] == "argv" && c != nil && !namesCommand(pe.Message) {
+	if pe.Code == protocol.CodeInvalidRequest && strings.HasPrefix(pe.Message, `field "argv" is required`) && c != nil {
 		// The request field's message is the protocol's; at the command
 		// line, the command goes after the flags.
 		pe.Message += "; usage: " + c.UseLine()
@@ -167,11 +167,11 @@ Start with: procmon configure --enable`,
 		Version:       Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			if err := chooseFormat(env, g); err != nil {
 				return err
 			}
-			return checkRunFlag(c, env, g)
+			return checkRunFlag(c, env, g, args)
 		},
 	}
 	root.PersistentFlags().BoolVar(&g.pretty, "pretty", false, "indent the JSON response (printed on a terminal too)")

@@ -621,6 +621,11 @@ func TestAgentMCPExecAdvice(t *testing.T) {
 	if m := message(map[string]any{"argv": []string{"printer"}, "depends_on": []string{ended}}); strings.Count(m, "start it again") != 1 {
 		t.Errorf("a dependency that has ended: %q, want its advice once", m)
 	}
+	for _, argv := range [][]string{{}, {""}} {
+		if m := message(map[string]any{"argv": argv}); strings.Contains(m, "procmon ") {
+			t.Errorf("argv %q: %q names a command line", argv, m)
+		}
+	}
 	runProcmon(t, procmon, "run", "end", "--run", run)
 	if m := message(map[string]any{"argv": []string{"printer"}}); !strings.Contains(m, "a person restarts the server without --run and $PROCMON_RUN, or with another run") || strings.Contains(m, "--run ID") {
 		t.Errorf("an ended run: %q, want a restart with another run advised, not --run ID", m)
