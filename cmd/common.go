@@ -58,7 +58,7 @@ func selectedRun(env *Env, g *globals) (string, error) {
 // without a word, which start refused. procmon mcp answers each call with
 // the error instead, since its stdout carries JSON-RPC only; help and
 // completion act in no run.
-func checkRunFlag(c *cobra.Command, env *Env, g *globals) error {
+func checkRunFlag(c *cobra.Command, env *Env, g *globals, args []string) error {
 	for p := c; p != nil; p = p.Parent() {
 		switch p.Name() {
 		case "mcp", "help", "completion":
@@ -67,8 +67,16 @@ func checkRunFlag(c *cobra.Command, env *Env, g *globals) error {
 	}
 	if !c.Flags().Changed("run") {
 		switch c.CommandPath() {
-		case "procmon start", "procmon exec", "procmon list", "procmon status", "procmon logs", "procmon wait",
-			"procmon cancel", "procmon reconcile", "procmon run end", "procmon run show":
+		case "procmon start", "procmon exec", "procmon status", "procmon logs", "procmon wait",
+			"procmon cancel", "procmon reconcile":
+		case "procmon list":
+			if all, _ := c.Flags().GetBool("all-runs"); all {
+				return nil // every run, whichever is selected
+			}
+		case "procmon run end", "procmon run show":
+			if len(args) > 0 {
+				return nil // the run is the argument
+			}
 		default:
 			// configure, schema, run new and list, completion (cobra's
 			// __complete too) and help act in no run of the environment's.
