@@ -106,7 +106,7 @@ func unitsDescend(s string) bool {
 // compiled on the refusal's path only, not as every procmon (each
 // guardian too) starts.
 var durationSyntax = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+	return regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 })
 
 // formatSeconds shows seconds the way a person would type them: a

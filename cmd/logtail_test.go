@@ -183,7 +183,7 @@ func TestParseSince(t *testing.T) {
 			t.Errorf("parseSince(%q) = %v, %v; want %v", since, got, err, want)
 		}
 	}
-	for _, since := range []string{"-5m", "soon", "5 parsecs", "", "1.5", "h", ".m"} {
+	for _, since := range []string{"-5m", "soon", "5 parsecs", "", "1.5", "h", ".m", "1h.s"} {
 		if _, err := parseSince(now, since); err == nil || !strings.Contains(err.Error(), "want a duration ago") {
 			t.Errorf("parseSince(%q): %v; want the refusal", since, err)
 		}
