@@ -29,9 +29,9 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
 // write it, XML-escaped, and with each single quote written as a shell's
 // single-quoted string writes it; and base64 and base64url encoded: the base64
-// forms encode secret[k:k+3*((len-k)/3)] for k = 0, 1, 2 without padding,
-// the characters the secret fully determines at any alignment inside a
-// longer base64 blob; and so the JSON forms that differ from the secret
+// forms are the characters the secret fully determines at each of the
+// three alignments inside a longer base64 blob (alignedBase64); and so
+// the JSON forms that differ from the secret
 // (a JSON document holding it, base64-encoded as a Kubernetes secret's
 // data or a cookie is).
 // A multi-line secret adds each line, as is and JSON- and Go-escaped, and
@@ -101,7 +101,8 @@ func Forms(secret string) []string {
 // base64Forms returns the base64 forms of a secret (see Forms), before
 // the forms' length and uniqueness are enforced: first base64 and
 // base64url at each of the three alignments (entries 2k and 2k+1 for
-// secret[k:]), then those of the secret's JSON forms that differ from it.
+// the secret's first k bytes ending a group, see alignedBase64), then those
+// of the secret's JSON forms that differ from it.
 func base64Forms(secret string) []string {
 	out := alignedBase64(secret)
 	for _, j := range []string{jsonEscape(secret), jsonMarshal(secret), asciiJSON(secret)} {

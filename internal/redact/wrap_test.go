@@ -47,7 +47,7 @@ func TestWrappedBase64(t *testing.T) {
 		blob := enc.EncodeToString(data)
 
 		// The form the blob holds: the characters the secret determines at
-		// its alignment, which begin at the first whole group of three.
+		// its alignment, its first k bytes ending a group (alignedBase64).
 		k := (3 - pre%3) % 3
 		form := base64Forms(secret)[2*k]
 		if enc == base64.URLEncoding {
