@@ -744,7 +744,20 @@ func (s *mcpSession) waitProcess(ctx context.Context, call *mcp.CallToolRequest,
 	defer reportProgress(ctx, call, func(secs float64) string {
 		return fmt.Sprintf("waiting %.0f s on %s for %s", secs, req.MonitorID, what)
 	})()
-	return runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds, nil)
+	v, err := runWait(ctx, s.callEnv(), req.MonitorID, cond, req.TimeoutSeconds, nil)
+	if err == nil || s.stopped.Err() == nil {
+		return v, err
+	}
+	s.mu.Lock()
+	owned := s.owned
+	s.mu.Unlock()
+	if pe := protocol.AsError(err); pe.Code == protocol.CodeWaitInterrupted && owned {
+		// The service does not keep running, as a wait's interruption
+		// says: the server stops, and ends the run it made.
+		pe.Message = strings.Replace(pe.Message, "the service keeps running", "the server is stopping, and ends its session's run, which drains the service", 1)
+		return nil, pe
+	}
+	return v, err
 }
 
 // reportProgress tells a client that asked for progress, at once and then
