@@ -218,3 +218,11 @@ func atMostOne(field, what string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// noArgv is why a start or exec without a command is refused: the
+// request field's message, to which the command line adds its usage.
+const noArgv = `field "argv" is required and must not be empty: the command and its arguments`
+
+func errNoArgv() error {
+	return protocol.Errorf(protocol.CodeInvalidRequest, noArgv).With("field", "argv")
+}

@@ -239,7 +239,7 @@ func interruptedExec(env *Env, g *globals, resp *execResponse) error {
 // own limits do not allow (proc.Execute checks the command itself).
 func checkExecRequest(req *execRequest) error {
 	if len(req.Argv) == 0 {
-		return protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty: the command and its arguments`).With("field", "argv")
+		return errNoArgv()
 	}
 	if req.TimeoutSeconds != nil && *req.TimeoutSeconds > maxWaitSeconds {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "timeout_seconds" must be at most %d`, int64(maxWaitSeconds)).With("field", "timeout_seconds")

@@ -128,7 +128,7 @@ func Run(args []string, env *Env) int {
 		pe = protocol.Errorf(protocol.CodeInvalidRequest, "%s (see %s --help)", strings.ReplaceAll(msg, "\n\t", ", "), help)
 	}
 	nameTheFlag(c, pe)
-	if pe.Code == protocol.CodeInvalidRequest && strings.HasPrefix(pe.Message, `field "argv" is required`) && c != nil {
+	if pe.Code == protocol.CodeInvalidRequest && pe.Message == noArgv && c != nil {
 		// The request field's message is the protocol's; at the command
 		// line, the command goes after the flags.
 		pe.Message += "; usage: " + c.UseLine()

@@ -118,7 +118,7 @@ from the output before it is stored.`,
 
 func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if len(req.Argv) == 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "argv" is required and must not be empty: the command and its arguments`).With("field", "argv")
+		return nil, errNoArgv()
 	}
 	var name string
 	if req.Name != nil {
