@@ -754,7 +754,7 @@ func (s *mcpSession) waitProcess(ctx context.Context, call *mcp.CallToolRequest,
 	if pe := protocol.AsError(err); pe.Code == protocol.CodeWaitInterrupted && owned {
 		// The service does not keep running, as a wait's interruption
 		// says: the server stops, and ends the run it made.
-		pe.Message = strings.Replace(pe.Message, "the service keeps running", "the server is stopping, and ends its session's run, which drains the service", 1)
+		pe.Message = strings.Replace(pe.Message, serviceRunsOn, "the server is stopping, and ends its session's run, which drains the service", 1)
 		return nil, pe
 	}
 	return v, err

@@ -188,6 +188,10 @@ func conditionFromFlags(c *cobra.Command, output string, exit bool, file, digest
 	return cond, cond.CheckShape()
 }
 
+// serviceRunsOn is what an interrupted wait says of its service, which
+// procmon mcp says otherwise when its own stop drains it.
+const serviceRunsOn = "the service keeps running"
+
 // runWait waits on monitor id for cond. began, if any, is called once
 // the request has been checked and the wait begins: a progress line drawn
 // before would be left half drawn above a refusal.
@@ -218,7 +222,7 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	}
 	interrupted := func() error {
 		elapsed := env.Now().Sub(start).Milliseconds()
-		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; the service keeps running", id, elapsed).
+		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; "+serviceRunsOn, id, elapsed).
 			With("monitor_id", id).With("elapsed_ms", elapsed)
 	}
 	if began != nil {
