@@ -162,6 +162,14 @@ func newTrustFixture(t *testing.T) *trustFixture {
 	return f
 }
 
+// closed closes what an open under test opened, and returns its error.
+func closed(f *os.File, err error) error {
+	if err == nil {
+		f.Close()
+	}
+	return err
+}
+
 // A plant replaces one entry of the state directory.
 type plant func(t *testing.T, f *trustFixture, path string)
 
@@ -263,22 +271,10 @@ func TestPlantedFilesAreRefused(t *testing.T) {
 				}
 				return err
 			},
-			"append": func(f *trustFixture) error {
-				w, err := f.d.OpenLogForAppend(f.bad)
-				if err == nil {
-					w.Close()
-				}
-				return err
-			},
+			"append": func(f *trustFixture) error { return closed(f.d.OpenLogForAppend(f.bad)) },
 		}},
 		"guardian.log": {func(f *trustFixture) string { return filepath.Join(f.d.MonitorDir(f.bad), GuardianLogName) }, false, map[string]func(f *trustFixture) error{
-			"open": func(f *trustFixture) error {
-				w, err := f.d.OpenGuardianLog(f.bad)
-				if err == nil {
-					w.Close()
-				}
-				return err
-			},
+			"open": func(f *trustFixture) error { return closed(f.d.OpenGuardianLog(f.bad)) },
 		}},
 		"monitor lock": {func(f *trustFixture) string { return filepath.Join(f.d.MonitorDir(f.bad), lockName) }, false, map[string]func(f *trustFixture) error{
 			"lock": func(f *trustFixture) error { return f.d.WithMonitorLock(f.bad, func() error { return nil }) },
@@ -399,13 +395,7 @@ func TestPlantedDirectoriesAreRefused(t *testing.T) {
 			}
 			return err
 		},
-		"guardian log": func(f *trustFixture) error {
-			w, err := f.d.OpenGuardianLog(f.bad)
-			if err == nil {
-				w.Close()
-			}
-			return err
-		},
+		"guardian log": func(f *trustFixture) error { return closed(f.d.OpenGuardianLog(f.bad)) },
 	}
 	// Which uses go through which directory.
 	through := map[string][]string{
