@@ -72,7 +72,7 @@ and the tools listed are those it grants.
 			pipe := make(chan os.Signal, 1)
 			signal.Notify(pipe, syscall.SIGPIPE)
 			defer signal.Stop(pipe)
-			return runMCP(ctx, env, g)
+			return runMCP(ctx, env, g, c.Flags().Changed("run"))
 		},
 	}
 }
@@ -95,7 +95,7 @@ type mcpSession struct {
 	badRun error
 }
 
-func runMCP(ctx context.Context, env *Env, g *globals) error {
+func runMCP(ctx context.Context, env *Env, g *globals, runGiven bool) error {
 	// Told to stop, the server ends the calls in progress (their contexts
 	// end with s.stopped, see addTools), and closes the session once each
 	// is answered: closed at once, it dropped the answer of a call still
@@ -106,11 +106,16 @@ func runMCP(ctx context.Context, env *Env, g *globals) error {
 	if s.runID == "" {
 		s.runID = env.Getenv("PROCMON_RUN")
 	}
-	if s.runID != "" {
+	switch {
+	case runGiven && g.run == "":
+		// Taken for absent, it made a session run where the person meant
+		// to join one.
+		s.badRun = protocol.Errorf(protocol.CodeInvalidRequest, `procmon mcp was started with an empty --run: a person restarts the server without it, or with a run id (r_..., or "default")`)
+	case s.runID != "":
 		if state.ValidRunID(s.runID) != nil {
 			s.badRun = protocol.Errorf(protocol.CodeInvalidRequest, `procmon mcp was started with the run %q (from --run or $PROCMON_RUN), which is no run id: a person restarts the server without it, or with a run id (r_..., or "default")`, s.runID)
 		}
-	} else {
+	default:
 		// Made now, so the session's budget and policy are frozen at its
 		// start; if monitors are not configured yet, every call tries again
 		// and says why it cannot.

@@ -393,35 +393,45 @@ func TestAgentMCPSession(t *testing.T) {
 	assertNothingLeft(t, stateDir)
 }
 
+// TestAgentMCPBadRun: a server given a run id that is not valid still
+// speaks only JSON-RPC on stdout, and answers each call with the error.
+// It used to write a procmon error object there and exit, which a client
+// reads as a server that broke its protocol, the reason lost. An empty
+// --run is no run id either: it was taken for no --run, and the server
+// made a run of its own where one was to be joined.
+func TestAgentMCPBadRun(t *testing.T) {
+	for _, run := range []string{"bogus", ""} {
+		t.Run(fmt.Sprintf("run=%q", run), func(t *testing.T) {
+			stateDir := filepath.Join(t.TempDir(), "state")
+			procmon := procmonIn(t, stateDir, t.TempDir())
+			runProcmon(t, procmon, "configure", "--enable")
+			schemas := loadSchemas(t, procmon)
+			session, server := mcpClient(t, func(args ...string) *exec.Cmd { return procmon(append(args, "--run", run)...) }, nil)
+			if code := toolErrorCode(t, session, schemas, "process_status", map[string]any{"monitor_id": "m_" + strings.Repeat("0", 26)}); code != "invalid_request" {
+				t.Fatalf("process_status in run %q: %s, want invalid_request", run, code)
+			}
+			if code := toolErrorCode(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}}); code != "invalid_request" {
+				t.Fatalf("start_process in run %q: %s, want invalid_request", run, code)
+			}
+			// Nothing was started, no run was made, and the server ends
+			// with its client.
+			if out := runProcmon(t, procmon, "list", "--all-runs"); strings.Contains(string(out), "m_") {
+				t.Fatalf("a monitor exists: %s", out)
+			}
+			if out := string(runProcmon(t, procmon, "run", "list")); strings.Contains(out, "r_") {
+				t.Fatalf("a run was made: %s", out)
+			}
+			session.Close()
+			server.Wait()
+			assertNothingLeft(t, stateDir)
+		})
+	}
+}
+
 // TestAgentMCPServerKilled kills procmon mcp outright: its guardians see
 // their run's owner exit and drain every monitor of the session, and the
 // command an execute_command runs is drained too (it used to run on to its
 // deadline).
-// TestAgentMCPBadRun: a server given a run id that is not valid still
-// speaks only JSON-RPC on stdout, and answers each call with the error.
-// It used to write a procmon error object there and exit, which a client
-// reads as a server that broke its protocol, the reason lost.
-func TestAgentMCPBadRun(t *testing.T) {
-	stateDir := filepath.Join(t.TempDir(), "state")
-	procmon := procmonIn(t, stateDir, t.TempDir())
-	runProcmon(t, procmon, "configure", "--enable")
-	schemas := loadSchemas(t, procmon)
-	session, server := mcpClient(t, func(args ...string) *exec.Cmd { return procmon(append(args, "--run", "bogus")...) }, nil)
-	if code := toolErrorCode(t, session, schemas, "process_status", map[string]any{"monitor_id": "m_" + strings.Repeat("0", 26)}); code != "invalid_request" {
-		t.Fatalf("process_status in run bogus: %s, want invalid_request", code)
-	}
-	if code := toolErrorCode(t, session, schemas, "start_process", map[string]any{"argv": []string{"sleeper"}}); code != "invalid_request" {
-		t.Fatalf("start_process in run bogus: %s, want invalid_request", code)
-	}
-	// Nothing was started, and the server ends with its client.
-	if out := runProcmon(t, procmon, "list", "--all-runs"); strings.Contains(string(out), "m_") {
-		t.Fatalf("a monitor exists: %s", out)
-	}
-	session.Close()
-	server.Wait()
-	assertNothingLeft(t, stateDir)
-}
-
 func TestAgentMCPServerKilled(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
