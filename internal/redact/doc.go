@@ -64,8 +64,9 @@
 // with one automaton (lane.go). A family is one table; adding one adds a
 // lane, which costs nothing while the text has none of its escapes.
 // Every form of [Forms] is a needle of every lane (a base64 form, of the
-// percent lanes, since no other family rewrites base64's alphabet, and of
-// the wrap lane, which reports base64 forms only), so an
+// percent lanes and the wrap lane, which reports base64 forms only, and
+// of the others when it holds a '+', '/', '=', '-' or '_', the characters
+// of base64 that writers escape), so an
 // escaping nested in another (a JSON string percent-encoded or
 // HTML-escaped, a URL's path-escaped password in Go's JSON, a base64 form
 // in a URL query) or in itself (JSON in JSON, percent-encoding twice) is

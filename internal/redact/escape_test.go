@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"html/template"
 	"math/rand/v2"
 	"net/url"
 	"os/exec"
@@ -69,6 +70,27 @@ var encoders = map[string]func(string) string{
 		}
 		return b.String()
 	},
+	// html/template escapes by context, and more than html.EscapeString
+	// does: '+' in text (&#43;), '=' in an unquoted attribute (&#61;),
+	// '+' and '/' in a script's string (\u002b, \/). Each is a character
+	// of base64.
+	"html/template text":          htmlTemplate("<p>{{.}}</p>"),
+	"html/template unquoted attr": htmlTemplate("<a title={{.}}>"),
+	"html/template script string": htmlTemplate(`<script>var s = "{{.}}";</script>`),
+}
+
+// htmlTemplate returns what html/template writes for a string in the
+// context that the one action of tpl sets.
+func htmlTemplate(tpl string) func(string) string {
+	t := template.Must(template.New("").Parse(tpl))
+	before, after, _ := strings.Cut(tpl, "{{.}}")
+	return func(s string) string {
+		var b strings.Builder
+		if err := t.Execute(&b, s); err != nil {
+			panic(err)
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(b.String(), before), after)
+	}
 }
 
 // mustEscape are the characters each family cannot leave as they are:
@@ -259,6 +281,8 @@ func TestNestedEscapings(t *testing.T) {
 	outer := map[string]func(string) string{
 		"query escape": url.QueryEscape, "path escape": url.PathEscape, "html escape": html.EscapeString,
 		"json html-safe": encoders["json html-safe"], "python json": asciiJSON, "go quote": goQuote,
+		"html/template text": encoders["html/template text"], "html/template unquoted attr": encoders["html/template unquoted attr"],
+		"html/template script string": encoders["html/template script string"],
 	}
 	for round := 0; round < 50; round++ {
 		s := randomEscSecret(rng, 8+rng.IntN(20))
@@ -280,16 +304,18 @@ func TestNestedEscapings(t *testing.T) {
 // form was a needle of the lanes.
 func TestNestedEscapingExamples(t *testing.T) {
 	for secret, in := range map[string]string{
-		`c0rrect"h0rse`:   `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,             // quote(json.dumps(...))
-		`Xk9&mP2#qL<z`:    `{"dsn":"postgres://app:Xk9\u0026mP2%23qL%3Cz@db:5432/app"}`,     // json.Marshal of a url.URL
-		`pässwörd-2024`:   `p%5Cu00e4ssw%5Cu00f6rd-2024`,                                    // quote(json.dumps(s))
-		`pa"ss1234`:       `{&#34;password&#34;:&#34;pa\&#34;ss1234&#34;}`,                  // html.EscapeString(json)
-		`Tr0ub4dor&3<x>`:  `{"body":"{\"password\":\"Tr0ub4dor\\u00263\\u003cx\\u003e\"}"}`, // Go's JSON in JSON
-		`Xq7"pa\ss/w é`:   `"connecting with {'password': 'Xq7\"pa\\\\ss/w \u00e9'}"`,       // json.dumps of a %r
-		`pass word+1/2=3`: `next=pass%2520word%252B1%252F2%253D3`,                           // encodeURIComponent twice
-		`Q'w"eérty12`:     `b'Q\'w"e\xc3\xa9rty12'`,                                         // repr of bytes with both quotes
-		`it's-a-s3cret'x`: `+ curl -u 'bob:it'\''s-a-s3cret'\''x' https://h`,                // set -x
-		`its-a-'s3cret'x`: `curl -u 'bob:its-a-'"'"'s3cret'"'"'x'`,                          // shlex.quote
+		`c0rrect"h0rse`:          `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,             // quote(json.dumps(...))
+		`Xk9&mP2#qL<z`:           `{"dsn":"postgres://app:Xk9\u0026mP2%23qL%3Cz@db:5432/app"}`,     // json.Marshal of a url.URL
+		`pässwörd-2024`:          `p%5Cu00e4ssw%5Cu00f6rd-2024`,                                    // quote(json.dumps(s))
+		`pa"ss1234`:              `{&#34;password&#34;:&#34;pa\&#34;ss1234&#34;}`,                  // html.EscapeString(json)
+		`Tr0ub4dor&3<x>`:         `{"body":"{\"password\":\"Tr0ub4dor\\u00263\\u003cx\\u003e\"}"}`, // Go's JSON in JSON
+		`Xq7"pa\ss/w é`:          `"connecting with {'password': 'Xq7\"pa\\\\ss/w \u00e9'}"`,       // json.dumps of a %r
+		`pass word+1/2=3`:        `next=pass%2520word%252B1%252F2%253D3`,                           // encodeURIComponent twice
+		`Q'w"eérty12`:            `b'Q\'w"e\xc3\xa9rty12'`,                                         // repr of bytes with both quotes
+		`it's-a-s3cret'x`:        `+ curl -u 'bob:it'\''s-a-s3cret'\''x' https://h`,                // set -x
+		`its-a-'s3cret'x`:        `curl -u 'bob:its-a-'"'"'s3cret'"'"'x'`,                          // shlex.quote
+		`S3cr3t~Key>Prod-9f8e7d`: `<p>dXNlcjpTM2NyM3R&#43;S2V5PlByb2QtOWY4ZTdk</p>`,                // html/template of base64("user:"+s)
+		`Pa55w0rd?Summer2024!`:   `var auth = "UGE1NXcwcmQ\/U3VtbWVyMjAyNCE=";`,                    // a script string of base64(s)
 	} {
 		r := mustNew(t, secret)
 		if got := r.String(in); strings.Contains(got, in) || !strings.Contains(got, Marker) {
