@@ -15,9 +15,11 @@
 // lists: as is, and escaped as JSON (Go's and Python's), Go, Python's repr
 // (of a string and of bytes), URL query and path (as Go, Python, curl and
 // JavaScript's encodeURIComponent write them), a shell's single quotes
-// (set -x, shlex.quote), XML and base64 (std and url, at each of the three
-// alignments inside a longer blob, of the secret and of its JSON forms: a
-// JSON document base64-encoded); a multi-line secret also line by line
+// (set -x, shlex.quote) and bash's $'...' (printf %q of a string with a
+// character it cannot print: octal bytes in the C locale), XML and base64
+// (std and url, at each of the three alignments inside a longer blob, of
+// the secret and of its JSON forms: a JSON document base64-encoded); a
+// multi-line secret also line by line
 // and with its line breaks rewritten. All of these, for all secrets, are
 // needles of one Aho-Corasick automaton whose state carries across writes.
 //

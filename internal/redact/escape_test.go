@@ -683,6 +683,49 @@ func TestBackslashBeforePunctuation(t *testing.T) {
 	}
 }
 
+// TestBashANSICQuoting: bash writes a string that holds a character it
+// cannot print in $'...' (printf %q, ${v@Q}, set -x), in the C locale
+// with every byte beyond ASCII in octal; run for real, over random
+// secrets with such characters, in the C and a UTF-8 locale.
+func TestBashANSICQuoting(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	rng := rand.New(rand.NewPCG(73, 74))
+	var secrets []string
+	for len(secrets) < 60 {
+		s := randomEscSecret(rng, 8+rng.IntN(12))
+		if strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf || r < ' ' }) {
+			secrets = append(secrets, s)
+		}
+	}
+	for _, locale := range []string{"C", "C.UTF-8"} {
+		cmd := exec.Command("bash", append([]string{"-c", `for s; do printf '%q\n' "$s"; done`, "_"}, secrets...)...)
+		cmd.Env = append(cmd.Environ(), "LC_ALL="+locale)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("bash in %s: %v", locale, err)
+		}
+		if locale != "C" && !strings.Contains(string(out), "é") {
+			t.Logf("this machine has no %s locale: bash quoted as in C", locale)
+			continue
+		}
+		forms := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		if len(forms) != len(secrets) {
+			t.Fatalf("bash in %s wrote %d lines for %d secrets", locale, len(forms), len(secrets))
+		}
+		for i, s := range secrets {
+			f := forms[i]
+			// The needle is bash's own writing: a lane reads none of
+			// its octal escapes.
+			if want := "$'" + ansiCQuote(s, locale != "C") + "'"; strings.HasPrefix(f, "$'") && f != want {
+				t.Errorf("bash in %s quotes %q as %s, ansiCQuote as %s", locale, s, f, want)
+			}
+			checkBackslashForm(t, "bash printf %q in "+locale, s, f)
+		}
+	}
+}
+
 // checkBackslashForm checks that the form f of secret s, written by name,
 // is redacted whole in a log line, at every chunking.
 func checkBackslashForm(t *testing.T, name, s, f string) {

@@ -27,8 +27,9 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // Go-quoted (without quotes), as Python's repr of it and of its UTF-8
 // bytes (every byte beyond ASCII as \xhh), URL query-
 // and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
-// write it, XML-escaped, and with each single quote written as a shell's
-// single-quoted string writes it; and base64 and base64url encoded: the base64
+// write it, XML-escaped, with each single quote written as a shell's
+// single-quoted string writes it, as bash writes it in $'...' (in the C
+// locale and in a UTF-8 one, see ansiCQuote); and base64 and base64url encoded: the base64
 // forms are the characters the secret fully determines at each of the
 // three alignments inside a longer base64 blob (alignedBase64); and so
 // the JSON forms that differ from the secret
@@ -75,6 +76,8 @@ func Forms(secret string) []string {
 	add(percentEscape(secret, "-_.~!*'()"))       // JavaScript's encodeURIComponent
 	add(strings.ReplaceAll(secret, "'", `'\''`))  // a shell's '...' (set -x, ${v@Q})
 	add(strings.ReplaceAll(secret, "'", `'"'"'`)) // Python's shlex.quote
+	add(ansiCQuote(secret, false))                // bash's $'...' in the C locale
+	add(ansiCQuote(secret, true))                 // and in a UTF-8 one
 	add(xmlEscape(secret))
 	for _, f := range base64Forms(secret) {
 		add(f)
@@ -256,6 +259,41 @@ func reprQuote(s string) byte {
 		return '\''
 	}
 	return 0
+}
+
+// ansiCQuote is s as bash quotes it in $'...' (printf %q, ${v@Q} and
+// set -x, for a string that holds a character it cannot print), without
+// the quotes: a backslash before ' and \, the C escapes of the controls
+// that have one (\E for escape), and \ooo in octal for each other byte
+// that is not printable. In the C locale no byte beyond ASCII is, so a
+// character beyond ASCII is written byte by byte, which no lane reads
+// (the escape lanes read code points): hence this needle. In a UTF-8
+// locale (utf8Locale) a printable character beyond ASCII is written as
+// itself.
+func ansiCQuote(s string, utf8Locale bool) string {
+	const cControls, cLetters = "\a\b\f\n\r\t\v", "abfnrtv"
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch c := s[i]; {
+		case c == '\\' || c == '\'':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == 0x1b:
+			b.WriteString(`\E`)
+		case strings.IndexByte(cControls, c) >= 0:
+			b.WriteByte('\\')
+			b.WriteByte(cLetters[strings.IndexByte(cControls, c)])
+		case c >= ' ' && c < 0x7f, utf8Locale && c >= utf8.RuneSelf && r != utf8.RuneError && unicode.IsGraphic(r):
+			b.WriteString(s[i : i+w])
+			i += w
+			continue
+		default:
+			fmt.Fprintf(&b, `\%03o`, c)
+		}
+		i++
+	}
+	return b.String()
 }
 
 // strRepr is Python's repr of s, without the quotes, as %r, a logged dict
