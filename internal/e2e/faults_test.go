@@ -1201,6 +1201,29 @@ func TestFaultsCancelStoppedGuardian(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsWaitGuardianStopped: a wait for output printed before it is
+// satisfied while the guardian is stopped and its window current. The
+// wait asked the stopped guardian for its notices first, was held until
+// the window lapsed, and answered unavailable with nothing scanned,
+// beside a log that showed the text. The window of 8 s ends before the
+// 10 s a subscription waits for an answer, and leaves the wait more than
+// 5 s from the guardian's last renewal (every 8/3 s) to look.
+func TestFaultsWaitGuardianStopped(t *testing.T) {
+	l := newFaultLab(t, 8, 20)
+	id, m := l.startMonitor("", "start", "--", "printer", "-stay", "ready")
+	awaitLogBytes(t, l.state, id, int64(len("ready\n")))
+	l.stopGuardian(id, m)
+	r, _ := l.run("wait", id, "--output", "ready", "--timeout", "60")
+	if r.Get("outcome").String() != "satisfied" || r.Get("observation.match_offset").Int() != 0 {
+		t.Fatalf("wait for output printed before, its guardian stopped, answered %s", r.Raw)
+	}
+	if st, ok := statOf(m.GuardianPID); !ok || st.state != "T" {
+		t.Fatalf("the guardian ran before the wait answered (state %+v, alive %v)", st, ok)
+	}
+	unix.Kill(m.GuardianPID, unix.SIGCONT)
+	l.settle()
+}
+
 // TestFaultsCancelReceiptNotSent stops a guardian once it has stored its
 // receipt, before it answers the cancel that asked for it, with a window
 // far longer than the cancel's look at custody: the cancel answers with

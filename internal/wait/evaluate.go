@@ -197,16 +197,30 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 	if err := e.open(); err != nil {
 		return Evidence{}, err
 	}
-	// Custody is looked at before anything that needs the guardian to
-	// answer: custody already lost is answered at once, and a guardian
-	// that does not answer (stopped, or wedged) is waited for only until
-	// the wait's timeout or the end of its ownership window, whichever
-	// comes first. The loop then looks again.
-	if err := e.observe(); err != nil {
-		return Evidence{}, err
+	// The first look comes before anything that needs the guardian to
+	// answer, so what is so already is answered at once: custody lost,
+	// output printed before the wait, an end reached. A file is looked at
+	// only beneath the root the guardian hands over, so a file
+	// condition's first look is at custody alone. A guardian that does
+	// not answer (stopped, or wedged) is then waited for only until the
+	// wait's timeout or the end of its ownership window, whichever comes
+	// first, and the loop looks again.
+	var first string
+	if c.Kind == KindFile {
+		if err := e.observe(); err != nil {
+			return Evidence{}, err
+		}
+		if e.custody.Unverified {
+			first = OutcomeUnavailable
+		}
+	} else {
+		var err error
+		if first, err = e.step(false); err != nil {
+			return Evidence{}, err
+		}
 	}
-	if e.custody.Unverified {
-		return e.evidence(OutcomeUnavailable, opt.Now().Sub(start)), nil
+	if first != "" {
+		return e.evidence(first, opt.Now().Sub(start)), nil
 	}
 	guardianCtx, cancelGuardian := ctx, context.CancelFunc(func() {})
 	if by := talkDeadline(start, opt.Timeout, e.custody.Lapses); !by.IsZero() {

@@ -503,3 +503,31 @@ func TestEvaluateStalledGuardianHoldsNoWait(t *testing.T) {
 		wantOutcome(t, ev, OutcomeUnavailable)
 	}
 }
+
+// Output printed before the wait, and an end already reached, are answered
+// from the first look: a stalled guardian, which answers no subscription,
+// does not hold them until its window lapses and custody with it.
+func TestEvaluateStalledGuardianHoldsNoEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		c       Condition
+		custody Custody
+		outcome string
+	}{
+		{outputCond("ready"), running, OutcomeSatisfied},
+		{Condition{Kind: KindExit}, exited3, OutcomeSatisfied},
+		{outputCond("never printed"), exited3, OutcomeProcessEnded},
+	} {
+		m := newFakeMonitor(t, tc.custody)
+		m.print(t, "ready\n")
+		target := m.target("")
+		if !tc.custody.Terminal {
+			target.Observe = lapsingCustody(time.Now().Add(failAfter))
+		}
+		target.Changes = func(ctx context.Context) (<-chan struct{}, io.Closer, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		}
+		ev := evaluate(t, context.Background(), tc.c, target, Options{})
+		wantOutcome(t, ev, tc.outcome)
+	}
+}
