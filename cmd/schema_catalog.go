@@ -231,6 +231,8 @@ var schemaCatalog = &schema.Catalog{
 		"Observation.sha256":            "Lowercase hex SHA-256 of the file when it was last read whole and stable.",
 		"Observation.reason":            "Why custody ended, from the receipt, once the monitor has ended.",
 		"Observation.exit_code":         "The exit status from the receipt, when the monitor ended by exiting. Absent otherwise.",
+		"Observation.log_bytes_lost":    "Redacted bytes the log could not store (a full disk), when a wait for output did not succeed: the text may have been printed among them. Absent when none.",
+		"Observation.log_error":         "Why the log could not be written, when a wait for output did not succeed. Absent when none.",
 		"Observation.signal":            "The killing signal from the receipt, when a signal ended the monitor. Absent otherwise.",
 		"statusRequest.monitor_id":      "The monitor to show. Required for process_status; on the command line, leaving it out lists the run's monitors.",
 		"listResponse.run_id":           "The run whose monitors are listed; absent with --all-runs.",

@@ -13,6 +13,7 @@ import (
 
 	"procmon/internal/proc"
 	"procmon/internal/state"
+	"procmon/internal/wait"
 )
 
 // hiddenMonitorFields are the fields of a monitor record that status and
@@ -416,5 +417,20 @@ func TestViewRunShow(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("run show's details lack %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestViewWaitSaysOutputWasLost: a wait for output that did not succeed on
+// a monitor whose log lost bytes says so, since the text may be among them.
+func TestViewWaitSaysOutputWasLost(t *testing.T) {
+	scanned := int64(2048)
+	r := &waitResponse{MonitorID: "m_web", Condition: wait.Condition{Kind: wait.KindOutput, Text: "ready"},
+		Evidence: wait.Evidence{Outcome: wait.OutcomeTimeout, Observation: wait.Observation{
+			Status: state.StatusRunning, ElapsedMs: 1000, ScannedBytes: &scanned,
+			LogBytesLost: 4096, LogError: "write output.log: no space left on device"}}}
+	var b strings.Builder
+	viewWait(&b, palette{}, r)
+	if want := "  4.1 kB of output could not be stored (the text may be in it): write output.log: no space left on device\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("wait:\n%s\nwant a line:\n%s", b.String(), want)
 	}
 }

@@ -237,5 +237,23 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	if err != nil {
 		return nil, err
 	}
+	if cond.Kind == wait.KindOutput && ev.Outcome != wait.OutcomeSatisfied {
+		noteLostOutput(dir, id, &ev.Observation)
+	}
 	return &waitResponse{MonitorID: id, Condition: cond, Evidence: ev}, nil
+}
+
+// noteLostOutput adds to the evidence of a wait for output that did not
+// succeed what the log could not store, as status shows it: the text may
+// have been printed and lost (a full disk), which only the log's
+// counters can tell.
+func noteLostOutput(dir *state.Dir, id string, ob *wait.Observation) {
+	o, err := proc.Observe(dir, id)
+	if err != nil {
+		return
+	}
+	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
+		proc.LiveCounters(dir, o.Monitor)
+	}
+	ob.LogBytesLost, ob.LogError = o.Monitor.LogBytesLost, o.Monitor.LogError
 }

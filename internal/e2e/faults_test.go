@@ -1587,6 +1587,12 @@ func TestFaultsFullDisk(t *testing.T) {
 			t.Fatalf("the loud service's output stopped being read: %s", first.Raw)
 		}
 	}
+	// A wait for output that times out says that output was lost: the
+	// text may have been printed among it.
+	if w, _ := l.run("wait", lid, "--output", "never printed", "--timeout", "1"); w.Get("outcome").String() != "timeout" ||
+		w.Get("observation.log_bytes_lost").Int() == 0 || !strings.Contains(w.Get("observation.log_error").String(), "no space") {
+		t.Fatalf("a wait for output on a full disk answered %s", w.Raw)
+	}
 	// Once it has drained, its receipt and its counters are the
 	// guardian's, not the record's, which are as old as the disk's filling.
 	if r, _ := l.run("cancel", "--grace", "1", l2id); r.Get("status").String() != state.StatusCancelled {

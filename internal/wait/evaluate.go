@@ -147,6 +147,11 @@ type Observation struct {
 	// and how much of the stream was searched.
 	MatchOffset  *int64 `json:"match_offset,omitempty"`
 	ScannedBytes *int64 `json:"scanned_bytes,omitempty"`
+	// LogBytesLost and LogError say, when an output wait did not succeed,
+	// what the log could not store (a full disk): the text may be among
+	// it. The caller fills them in; Evaluate reads only the log.
+	LogBytesLost int64  `json:"log_bytes_lost,omitempty"`
+	LogError     string `json:"log_error,omitempty"`
 
 	// File conditions: the last look at the file, and every refusal seen
 	// during the wait, so a symlink that came and went is still named.
