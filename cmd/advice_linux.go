@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"strings"
+	"syscall"
 
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -114,6 +116,9 @@ func advice(pe *protocol.Error) string {
 		if lock := detail("lock"); lock != "" {
 			return "find the process holding it with: fuser " + lock
 		}
+		if errors.Is(pe, syscall.ENOSPC) || errors.Is(pe, syscall.EDQUOT) {
+			return "the file system of the state directory is full (or the quota is spent): free space there, then retry; running services keep their custody meanwhile"
+		}
 	}
 	return ""
 }
@@ -122,7 +127,7 @@ func advice(pe *protocol.Error) string {
 // its result, the error that stopped it, advised as a command's own.
 func errorRow(id string, err error) listRow {
 	e := protocol.AsError(err)
-	e = &protocol.Error{Code: e.Code, Message: e.Message, Details: e.Details}
+	e = &protocol.Error{Code: e.Code, Message: e.Message, Details: e.Details, Err: e.Err}
 	advise(e)
 	return listRow{MonitorID: id, Error: &protocol.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}}
 }

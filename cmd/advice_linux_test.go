@@ -1,13 +1,16 @@
 package cmd
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,6 +83,8 @@ func TestAdvise(t *testing.T) {
 			"monitor m_x is exited, not needs_reconciliation"},
 		{protocol.Errorf(protocol.CodeInternal, "/s stayed locked").With("lock", "/s/.lock"), "/s stayed locked; find the process holding it with: fuser /s/.lock"},
 		{protocol.Errorf(protocol.CodeInternal, "boom"), "boom"},
+		{protocol.AsError(fmt.Errorf("write record.json: %w", &os.PathError{Op: "write", Path: "/s/x", Err: syscall.ENOSPC})),
+			"write record.json: write /s/x: no space left on device; the file system of the state directory is full (or the quota is spent): free space there, then retry; running services keep their custody meanwhile"},
 		{protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended; see procmon run show"), "run r_x has ended; see procmon run show"},
 		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (x)"), "process monitors are disabled (x); enable them with: procmon configure --enable"},
 		{protocol.Errorf(protocol.CodeMonitorsDisabled, "process monitors are disabled (run r_x was created while they were off)").With("run_id", "r_x"),

@@ -1543,8 +1543,8 @@ func TestFaultsFullDisk(t *testing.T) {
 	}
 
 	// A start that cannot be recorded is refused, typed.
-	if r, _ := l.run("start", "--", "sleeper"); !r.Get("error").Exists() {
-		t.Fatalf("a start on a full disk answered %s: want a typed error", r.Raw)
+	if r, _ := l.run("start", "--", "sleeper"); !strings.Contains(r.Get("error.message").String(), "is full") {
+		t.Fatalf("a start on a full disk answered %s: want a typed error that says the disk is full", r.Raw)
 	}
 	// Past more than one ownership window of failed heartbeats, the
 	// guardians still hold custody and status says what is wrong.
