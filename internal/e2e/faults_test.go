@@ -1036,6 +1036,65 @@ func TestFaultsStartPoints(t *testing.T) {
 	}
 }
 
+// TestFaultsStartGuardianStalled: a guardian stopped before it hands off
+// is killed by the start once the ownership grace has passed, and the
+// answer says so: it said "killed by SIGKILL" as if someone else had.
+func TestFaultsStartGuardianStalled(t *testing.T) {
+	for _, point := range []string{"guardian:before_spawn", "guardian:after_record"} {
+		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			l := newFaultLab(t, 1, 20)
+			c := l.command(point, "start", "--", "sleeper")
+			end := l.background(c)
+			if err := awaitStopped(guardianOf(t, c.Process.Pid)); err != nil {
+				t.Fatalf("at %s: %v", point, err)
+			}
+			r, _ := end()
+			if msg := r.Get("error.message").String(); r.Get("error.code").String() != string(protocol.CodeInternal) ||
+				!strings.Contains(msg, "did not hand off within 1s, stopped or wedged, so procmon killed it") {
+				t.Fatalf("a start whose guardian stopped at %s answered %s", point, r.Raw)
+			}
+			l.settle()
+		})
+	}
+}
+
+// TestFaultsStartGuardianGoneBeforeSpec: a guardian killed before its
+// launcher sends it the start's spec leaves nothing, and the answer says
+// what happened: it said "send spec to guardian: write |1: broken pipe".
+func TestFaultsStartGuardianGoneBeforeSpec(t *testing.T) {
+	l := newFaultLab(t, 30, 20)
+	c := l.command("start:before_spec", "start", "--", "sleeper")
+	end := l.background(c)
+	if err := awaitStopped(c.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	// Its launcher, stopped, does not reap it. Its pidfd is readable once
+	// every thread has exited, and with the last its end of the spec pipe
+	// is closed; the leader shows as a zombie before the others are gone.
+	guardian, err := unix.PidfdOpen(guardianOf(t, c.Process.Pid), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(guardian)
+	if err := unix.PidfdSendSignal(guardian, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(guardian), Events: unix.POLLIN}}, int(patience.Milliseconds()))
+	for err == unix.EINTR {
+		n, err = unix.Poll([]unix.PollFd{{Fd: int32(guardian), Events: unix.POLLIN}}, int(patience.Milliseconds()))
+	}
+	if n != 1 {
+		t.Fatalf("the guardian did not end within %v (%v)", patience, err)
+	}
+	unix.Kill(c.Process.Pid, unix.SIGCONT)
+	r, _ := end()
+	if msg := r.Get("error.message").String(); r.Get("error.code").String() != string(protocol.CodeInternal) ||
+		!strings.Contains(msg, "ended before it took the start") || len(l.monitors()) != 0 {
+		t.Fatalf("a start whose guardian was killed before its spec answered %s, and list shows %v", r.Raw, l.monitors())
+	}
+	l.settle()
+}
+
 // TestFaultsDrainPoints kills a guardian in the middle of its drain and
 // before its receipt: the cancel answers that the monitor needs
 // reconciliation (never an invented receipt), and reconcile stops what is

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -400,7 +401,11 @@ func (pg *pendingGuardian) send(spec Spec) error {
 	}
 	data, err := spec.MarshalBinary()
 	if err == nil {
+		fault.Point("start:before_spec")
 		_, err = pg.g.Spec.Write(data)
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		return protocol.Errorf(protocol.CodeInternal, "the guardian of %s ended before it took the start (killed, or failed as it began: its stderr says why); nothing was started", pg.monitorID)
 	}
 	if err != nil {
 		return fmt.Errorf("send spec to guardian: %w", err)
@@ -434,7 +439,10 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	// was stopped, or is wedged) has lost the start: it is killed (it is
 	// this process's unreaped child, so its pid names it still), and what
 	// it spawned is stopped below, as for one that died.
-	stalled := time.AfterFunc(time.Duration(max(pg.graceMs, 1000))*time.Millisecond, func() {
+	bound := time.Duration(max(pg.graceMs, 1000)) * time.Millisecond
+	var killedStalled atomic.Bool
+	stalled := time.AfterFunc(bound, func() {
+		killedStalled.Store(true)
 		syscall.Kill(pg.g.PID, syscall.SIGKILL)
 	})
 	// Read as soon as it is written (the guardian lets go of the pipe only
@@ -455,8 +463,14 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	// No running handoff: the guardian is exiting or dead. Wait for it, so
 	// a failed start provably leaves no guardian behind.
 	ended := pg.g.Wait()
+	// A guardian that this process killed, and not its own death, is what
+	// the answer then says: it was killed for not handing off.
+	died := "it died"
+	if killedStalled.Load() {
+		died = fmt.Sprintf("it did not hand off within %v, stopped or wedged, so procmon killed it", bound)
+	}
 	if _, err := pg.dir.LoadMonitor(pg.monitorID); !protocol.HasCode(err, protocol.CodeUnknownMonitor) {
-		return nil, pg.settleLost(h.Error)
+		return nil, pg.settleLost(h.Error, died)
 	}
 	// Nothing was recorded. A guardian that failed on its own stopped what
 	// it had spawned; one that died may have left some of it, in its
@@ -482,6 +496,9 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	if ended.Signaled() {
 		// Killed, it said nothing: sending the reader to its stderr sent
 		// them to nothing.
+		if killedStalled.Load() {
+			return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s stopped before the running handoff (%s); what was left of its session was stopped", pg.monitorID, died)
+		}
 		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s was killed by %s before the running handoff; what was left of its session was stopped", pg.monitorID, unix.SignalName(ended.Signal()))
 	}
 	return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
@@ -489,14 +506,15 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 
 // settleLost stops what a guardian that died during its start left
 // behind, proven by its record, and reports the start as failed, naming
-// the monitor: its record stays, with a reconciled receipt.
-func (pg *pendingGuardian) settleLost(said *protocol.ErrorBody) error {
+// the monitor: its record stays, with a reconciled receipt. said is what
+// the guardian said, if anything; died is how it ended otherwise.
+func (pg *pendingGuardian) settleLost(said *protocol.ErrorBody, died string) error {
 	id := pg.monitorID
 	m, err := Reconcile(pg.dir, id)
 	if err != nil {
-		return fmt.Errorf("the guardian of %s died during the start, and what it left could not be settled: %w", id, err)
+		return fmt.Errorf("the guardian of %s stopped during the start (%s), and what it left could not be settled: %w", id, died, err)
 	}
-	why := "it died"
+	why := died
 	if said != nil {
 		why = said.Message
 	}
