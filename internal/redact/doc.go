@@ -67,8 +67,8 @@
 // lane, which costs nothing while the text has none of its escapes.
 // Every form of [Forms] is a needle of every lane (a base64 form, of the
 // percent lanes and the wrap lane, which reports base64 forms only, and
-// of the others when it holds a '+', '/', '=', '-' or '_', the characters
-// of base64 that writers escape), so an
+// of the others when it holds a '+', '/', '-' or '_', the characters of
+// base64 that writers escape), so an
 // escaping nested in another (a JSON string percent-encoded or
 // HTML-escaped, a URL's path-escaped password in Go's JSON, a base64 form
 // in a URL query) or in itself (JSON in JSON, percent-encoding twice) is

@@ -127,10 +127,10 @@ func lanesFor(secrets []string) []laneSpec {
 // in any spelling, so that an escaping nested in another is found too.
 // A base64 form is marked for the percent lanes and the wrap lane, which
 // reports nothing else, and for the escape lanes only when it holds a
-// character other than a letter or digit: writers escape those ('+' is
-// &#43; in html/template's text and \u002b in its scripts, '/' is \/ in
-// JSON, '=' is &#61; in an unquoted attribute) and no writer escapes a
-// letter or digit but percent-encoding. Marking every base64 form cost
+// character other than a letter or digit (the forms are unpadded): writers
+// escape those ('+' is &#43; in html/template's text and \u002b in its
+// scripts, '/' is \/ in JSON) and no writer escapes a letter or digit but
+// percent-encoding. Marking every base64 form cost
 // the 200-secret bench 10%; these cost it 2%.
 // The collapsed form of a secret with whitespace inside is marked for
 // the whitespace lane (with lanes only: it is a whitespace spelling of
@@ -156,7 +156,7 @@ func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
 		b64 := base64Forms(s)
 		for _, f := range Forms(s) {
 			if slices.Contains(b64, f) {
-				add(f, strings.ContainsAny(f, "+/=-_"), true, false)
+				add(f, strings.ContainsAny(f, "+/-_"), true, false)
 			} else {
 				add(f, true, false, false)
 			}
