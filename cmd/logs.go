@@ -210,7 +210,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
 		// As status: a guardian whose custody lapsed (stopped, say) is
 		// not asked, which held logs for the ping's 2 s.
-		proc.LiveCounters(dir, m)
+		proc.LiveCounters(context.Background(), dir, m)
 	}
 	w, err := dir.ReadLogWindow(m, req.Offset, maxBytes, o.OutputEnded())
 	if err != nil {

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +70,7 @@ func progressOf(env *Env, id string) (seen int64, status string, ok bool) {
 		return 0, "", false
 	}
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		proc.LiveCounters(dir, o.Monitor)
+		proc.LiveCounters(context.Background(), dir, o.Monitor)
 	}
 	return o.Monitor.CapturedBytes, o.Status, true
 }

@@ -3,6 +3,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
@@ -80,7 +82,7 @@ func runStatus(env *Env, id string) (*monitorView, error) {
 // make their views here, so they never disagree.
 func observedView(dir *state.Dir, o *proc.Observation) monitorView {
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		if e := proc.LiveCounters(dir, o.Monitor); e != "" {
+		if e := proc.LiveCounters(context.Background(), dir, o.Monitor); e != "" {
 			o.StateError = e
 		}
 	}

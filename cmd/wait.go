@@ -229,6 +229,9 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		began()
 	}
 	ev, err := wait.Evaluate(ctx, cond, target, wait.Options{Timeout: timeout, Now: env.Now, Start: start})
+	if err == nil && cond.Kind == wait.KindOutput && ev.Outcome != wait.OutcomeSatisfied {
+		noteLostOutput(ctx, dir, id, &ev.Observation)
+	}
 	if ctx.Err() != nil {
 		// Interrupted, even if the evidence was decided meanwhile: an
 		// interrupt before the answer is written always exits 130.
@@ -237,23 +240,28 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	if err != nil {
 		return nil, err
 	}
-	if cond.Kind == wait.KindOutput && ev.Outcome != wait.OutcomeSatisfied {
-		noteLostOutput(dir, id, &ev.Observation)
-	}
 	return &waitResponse{MonitorID: id, Condition: cond, Evidence: ev}, nil
 }
 
 // noteLostOutput adds to the evidence of a wait for output that did not
 // succeed what the log could not store, as status shows it: the text may
 // have been printed and lost (a full disk), which only the log's
-// counters can tell.
-func noteLostOutput(dir *state.Dir, id string, ob *wait.Observation) {
+// counters can tell. A live guardian is asked for them for no longer
+// than lostOutputAsk, and not once ctx ends: the evidence is decided, and
+// a stopped guardian must not hold it back, nor an interrupt.
+func noteLostOutput(ctx context.Context, dir *state.Dir, id string, ob *wait.Observation) {
 	o, err := proc.Observe(dir, id)
 	if err != nil {
 		return
 	}
 	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		proc.LiveCounters(dir, o.Monitor)
+		ctx, cancel := context.WithTimeout(ctx, lostOutputAsk)
+		proc.LiveCounters(ctx, dir, o.Monitor)
+		cancel()
 	}
 	ob.LogBytesLost, ob.LogError = o.Monitor.LogBytesLost, o.Monitor.LogError
 }
+
+// lostOutputAsk bounds how long a wait asks a live guardian for its
+// output counters: one that answers does so within a millisecond.
+const lostOutputAsk = 500 * time.Millisecond

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -225,7 +226,7 @@ func cmdAwaitCounted(ts *testscript.TestScript, neg bool, args []string) {
 		if err != nil {
 			return false
 		}
-		proc.LiveCounters(dir, m)
+		proc.LiveCounters(context.Background(), dir, m)
 		counted = m.LogBytes
 		return counted >= n
 	})

@@ -481,9 +481,10 @@ func IsNoGuardian(err error) bool {
 // LiveCounters refreshes a live monitor's output counters from its
 // guardian; the record's copy is only as fresh as the last heartbeat.
 // It returns what stops the guardian from writing the record, if
-// anything. A guardian that does not answer leaves the record's values.
-func LiveCounters(dir *state.Dir, m *state.Monitor) (stateError string) {
-	reply, err := ask(dir, m, controlRequest{Op: "ping"}, 2*time.Second)
+// anything. A guardian that does not answer within 2 s, or before ctx
+// ends, leaves the record's values.
+func LiveCounters(ctx context.Context, dir *state.Dir, m *state.Monitor) (stateError string) {
+	reply, err := askUntil(ctx, dir, m, controlRequest{Op: "ping"}, time.Now().Add(2*time.Second))
 	if err != nil {
 		return ""
 	}
