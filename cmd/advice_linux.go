@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"syscall"
 
@@ -116,7 +117,11 @@ func advice(pe *protocol.Error) string {
 		if lock := detail("lock"); lock != "" {
 			return "find the process holding it with: fuser " + lock
 		}
-		if errors.Is(pe, syscall.ENOSPC) || errors.Is(pe, syscall.EDQUOT) {
+		var sc *os.SyscallError
+		switch {
+		case errors.As(pe, &sc) && sc.Syscall == "inotify_add_watch" && errors.Is(sc, syscall.ENOSPC):
+			return "the user's inotify watches are used up: raise fs.inotify.max_user_watches (sysctl) or end other watchers, then retry"
+		case errors.Is(pe, syscall.ENOSPC) || errors.Is(pe, syscall.EDQUOT):
 			return "the file system of the state directory is full (or the quota is spent): free space there, then retry; running services keep their custody meanwhile"
 		}
 	}

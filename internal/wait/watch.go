@@ -79,7 +79,9 @@ func addWatch(fd int, dir string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("watch %s: %w", dir, err)
+			// Named, so that its ENOSPC (the user's watches used up) is
+			// not taken for a full disk.
+			return fmt.Errorf("watch %s: %w", dir, os.NewSyscallError("inotify_add_watch", err))
 		}
 		return nil
 	}
