@@ -1089,7 +1089,7 @@ func TestFaultsStartGuardianGoneBeforeSpec(t *testing.T) {
 	unix.Kill(c.Process.Pid, unix.SIGCONT)
 	r, _ := end()
 	if msg := r.Get("error.message").String(); r.Get("error.code").String() != string(protocol.CodeInternal) ||
-		!strings.Contains(msg, "ended before it took the start") || len(l.monitors()) != 0 {
+		!strings.Contains(msg, "ended before it took the start") || r.Get("error.details.command_ordinal").Int() != 1 || len(l.monitors()) != 0 {
 		t.Fatalf("a start whose guardian was killed before its spec answered %s, and list shows %v", r.Raw, l.monitors())
 	}
 	l.settle()

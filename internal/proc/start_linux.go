@@ -405,7 +405,10 @@ func (pg *pendingGuardian) send(spec Spec) error {
 		_, err = pg.g.Spec.Write(data)
 	}
 	if errors.Is(err, syscall.EPIPE) {
-		return protocol.Errorf(protocol.CodeInternal, "the guardian of %s ended before it took the start (killed, or failed as it began: its stderr says why); nothing was started", pg.monitorID)
+		// Sent as the command slot is taken, which stays used (as an
+		// exec_failed start's does): say which.
+		return protocol.Errorf(protocol.CodeInternal, "the guardian of %s ended before it took the start (killed, or failed as it began: its stderr says why); nothing was started, and command slot %d of the run is used", pg.monitorID, spec.CommandOrdinal).
+			With("command_ordinal", spec.CommandOrdinal)
 	}
 	if err != nil {
 		return fmt.Errorf("send spec to guardian: %w", err)

@@ -24,8 +24,9 @@ type Changes struct {
 
 // WatchChanges subscribes to t's changes: to the guardian's notices
 // (waiting for its answer no longer than guardianCtx allows), else to a
-// watch on t.Dir. The subscription comes before the caller's first look
-// at the monitor, so nothing written after that look goes unnoticed.
+// watch on t.Dir. It comes before every look the caller then waits on,
+// so nothing written after such a look goes unnoticed. (A look before
+// it may end the wait, never leave it waiting: Evaluate.)
 // When the guardian's notices end, the directory is watched from then on
 // and one notice is sent: the change that ended them (a receipt, a
 // guardian that died) may have come before the watch.
