@@ -565,8 +565,11 @@ func viewWait(b *strings.Builder, p palette, r *waitResponse) {
 	if o.ScannedBytes != nil && o.MatchOffset == nil {
 		fmt.Fprintf(b, "  %s of output read, not matched\n", byteCount(*o.ScannedBytes))
 	}
-	if o.LogBytesLost > 0 || o.LogError != "" {
+	switch {
+	case o.LogBytesLost > 0:
 		fmt.Fprintf(b, "  %s of output could not be stored (the text may be in it): %s\n", byteCount(o.LogBytesLost), o.LogError)
+	case o.LogError != "":
+		fmt.Fprintf(b, "  the log could not be written: %s\n", o.LogError)
 	}
 	fmt.Fprintf(b, "  status %s\n", p.status(statusText(o.Status, o.ExitCode, o.Signal, o.Reason)))
 	if o.Why != "" {

@@ -433,4 +433,11 @@ func TestViewWaitSaysOutputWasLost(t *testing.T) {
 	if want := "  4.1 kB of output could not be stored (the text may be in it): write output.log: no space left on device\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("wait:\n%s\nwant a line:\n%s", b.String(), want)
 	}
+	// A failed sync loses nothing the wait read.
+	r.Observation.LogBytesLost, r.Observation.LogError = 0, "fsync output.log: input/output error"
+	b.Reset()
+	viewWait(&b, palette{}, r)
+	if want := "  the log could not be written: fsync output.log: input/output error\n"; !strings.Contains(b.String(), want) || strings.Contains(b.String(), "0 B") {
+		t.Errorf("wait:\n%s\nwant a line:\n%s", b.String(), want)
+	}
 }
