@@ -263,5 +263,5 @@ func noteLostOutput(ctx context.Context, dir *state.Dir, id string, ob *wait.Obs
 }
 
 // lostOutputAsk bounds how long a wait asks a live guardian for its
-// output counters: one that answers does so within a millisecond.
+// output counters: one that answers does so in milliseconds.
 const lostOutputAsk = 500 * time.Millisecond
