@@ -207,11 +207,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 		return nil, err
 	}
 	m := o.Monitor
-	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		// As status: a guardian whose custody lapsed (stopped, say) is
-		// not asked, which held logs for the ping's 2 s.
-		proc.LiveCounters(context.Background(), dir, m)
-	}
+	o.LiveCounters(context.Background(), dir)
 	w, err := dir.ReadLogWindow(m, req.Offset, maxBytes, o.OutputEnded())
 	if err != nil {
 		return nil, err

@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/proc"
-	"procmon/internal/state"
 	"procmon/internal/wait"
 )
 
@@ -69,9 +68,7 @@ func progressOf(env *Env, id string) (seen int64, status string, ok bool) {
 	if err != nil {
 		return 0, "", false
 	}
-	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		proc.LiveCounters(context.Background(), dir, o.Monitor)
-	}
+	o.LiveCounters(context.Background(), dir)
 	return o.Monitor.CapturedBytes, o.Status, true
 }
 

@@ -81,10 +81,8 @@ func runStatus(env *Env, id string) (*monitorView, error) {
 // (the record's are as fresh as its last heartbeat only). Both commands
 // make their views here, so they never disagree.
 func observedView(dir *state.Dir, o *proc.Observation) monitorView {
-	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		if e := proc.LiveCounters(context.Background(), dir, o.Monitor); e != "" {
-			o.StateError = e
-		}
+	if e := o.LiveCounters(context.Background(), dir); e != "" {
+		o.StateError = e
 	}
 	return viewOf(o)
 }

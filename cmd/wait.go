@@ -254,11 +254,9 @@ func noteLostOutput(ctx context.Context, dir *state.Dir, id string, ob *wait.Obs
 	if err != nil {
 		return
 	}
-	if o.Status == state.StatusRunning || o.Status == state.StatusSettling {
-		ctx, cancel := context.WithTimeout(ctx, lostOutputAsk)
-		proc.LiveCounters(ctx, dir, o.Monitor)
-		cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, lostOutputAsk)
+	o.LiveCounters(ctx, dir)
+	cancel()
 	ob.LogBytesLost, ob.LogError = o.Monitor.LogBytesLost, o.Monitor.LogError
 }
 

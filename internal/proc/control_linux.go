@@ -492,6 +492,17 @@ func LiveCounters(ctx context.Context, dir *state.Dir, m *state.Monitor) (stateE
 	return reply.StateError
 }
 
+// LiveCounters is LiveCounters for an observed monitor: its guardian is
+// asked only while the monitor runs or settles. One whose custody lapsed
+// (stopped, say) is not asked, which would hold the caller for the
+// ping's 2 s.
+func (o *Observation) LiveCounters(ctx context.Context, dir *state.Dir) (stateError string) {
+	if o.Status != state.StatusRunning && o.Status != state.StatusSettling {
+		return ""
+	}
+	return LiveCounters(ctx, dir, o.Monitor)
+}
+
 // counters brings m's output counters up to those of the reply.
 func (reply *controlReply) counters(m *state.Monitor) {
 	m.CapturedBytes = max(m.CapturedBytes, reply.Captured)
