@@ -19,9 +19,9 @@
 // character it cannot print: octal bytes in the C locale), XML and base64
 // (std and url, at each of the three alignments inside a longer blob, of
 // the secret and of its JSON forms: a JSON document base64-encoded); a
-// multi-line secret also line by line
-// and with its line breaks rewritten. All of these, for all secrets, are
-// needles of one Aho-Corasick automaton whose state carries across writes.
+// multi-line secret also line by line and with its line breaks
+// rewritten. All of these, for all secrets, are needles of one
+// Aho-Corasick automaton whose state carries across writes.
 //
 // A program may escape any subset of a secret's characters, and libraries
 // differ in which they choose, so a list of each library's output cannot

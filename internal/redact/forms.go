@@ -29,10 +29,10 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
 // write it, XML-escaped, with each single quote written as a shell's
 // single-quoted string writes it, as bash writes it in $'...' (in the C
-// locale and in a UTF-8 one, see ansiCQuote); and base64 and base64url encoded: the base64
-// forms are the characters the secret fully determines at each of the
-// three alignments inside a longer base64 blob (alignedBase64); and so
-// the JSON forms that differ from the secret
+// locale and in a UTF-8 one, see ansiCQuote); and base64 and base64url
+// encoded: the base64 forms are the characters the secret fully
+// determines at each of the three alignments inside a longer base64 blob
+// (alignedBase64); and so the JSON forms that differ from the secret
 // (a JSON document holding it, base64-encoded as a Kubernetes secret's
 // data or a cookie is).
 // A multi-line secret adds each line, as is and JSON- and Go-escaped, and

@@ -130,8 +130,8 @@ func lanesFor(secrets []string) []laneSpec {
 // character other than a letter or digit (the forms are unpadded): writers
 // escape those ('+' is &#43; in html/template's text and \u002b in its
 // scripts, '/' is \/ in JSON) and no writer escapes a letter or digit but
-// percent-encoding. Marking every base64 form cost
-// the 200-secret bench 10%; these cost it 2%.
+// percent-encoding. Marking every base64 form cost the 200-secret bench
+// 10%; these cost it 2%.
 // The collapsed form of a secret with whitespace inside is marked for
 // the whitespace lane (with lanes only: it is a whitespace spelling of
 // the secret as it stands, too).
