@@ -103,6 +103,9 @@ func (c *Command) check() error {
 			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %q=... is not a variable a program can be given (an empty name, or "=" or a NUL byte in it)`, k).With("field", "env")
 		}
 	}
+	if err := state.CheckSecretEnv(c.SecretEnv); err != nil {
+		return err
+	}
 	for i, s := range c.Secrets {
 		if len(s) < redact.MinSecretLen {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
@@ -179,8 +182,20 @@ func (c *Command) Environ() []string {
 // redacted of, and warnings about secret-looking variables left alone
 // (see redact.Secrets): the request's secrets, and the variables the
 // request or the run's settings name as secret or that look secret.
+//
+// A name the request gives that the environment does not set (or sets
+// empty) is named in a warning too: it is most often a typo, and the
+// caller believes a value redacted that the service may still print.
+// The settings' names are not: they apply to every command, most of
+// which have no such variable.
 func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []string) {
-	return redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
+	secrets, warnings = redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
+	for _, n := range c.SecretEnv {
+		if !slices.ContainsFunc(env, func(kv string) bool { k, v, _ := strings.Cut(kv, "="); return k == n && v != "" }) {
+			warnings = append(warnings, fmt.Sprintf("secret_env names %s, which the command's environment does not set: nothing is redacted for it", n))
+		}
+	}
+	return secrets, warnings
 }
 
 // OwnerAlive reports whether a run's owner is the process it was bound to.

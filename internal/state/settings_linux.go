@@ -105,7 +105,14 @@ func (s Settings) Validate() error {
 				With("field", fmt.Sprintf("private_paths[%d]", i))
 		}
 	}
-	for i, n := range s.SecretEnv {
+	return CheckSecretEnv(s.SecretEnv)
+}
+
+// CheckSecretEnv refuses a secret_env list (of the settings, or of a
+// start or exec request) with a name that no variable could have: such
+// a name would redact nothing, silently.
+func CheckSecretEnv(names []string) error {
+	for i, n := range names {
 		if !envName(n) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "secret_env[%d] %q is not an environment variable name: use letters, digits and _, not starting with a digit", i, n).
 				With("field", fmt.Sprintf("secret_env[%d]", i))
