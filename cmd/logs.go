@@ -56,10 +56,11 @@ redacted (a raw secret never reaches the disk). By default the last 65536
 bytes; with --offset, from that byte of the redacted stream, and
 next_offset continues with no gap or overlap. output_bytes and
 output_sha256 describe exactly the returned text. output_truncated says
-why the text is not the whole capture: capture_limit (the output passed
-max_output_bytes), window (the window cut it), incomplete_utf8 (a partial
-character at the end was held back, as it is while the output may still
-grow: until the monitor ends or its guardian is gone). A window never splits a character.
+whether it is not the whole capture, and truncation lists why:
+capture_limit (the output passed max_output_bytes), window (the window
+cut it), incomplete_utf8 (a partial character at the end was held back,
+as it is while the output may still grow: until the monitor ends or its
+guardian is gone). A window never splits a character.
 The text is the stream read as UTF-8, with each byte that begins no
 character shown as U+FFFD (one for each byte, as wait --output reads it):
 a window holds at most max_bytes bytes of that text, while offset and
