@@ -1059,40 +1059,52 @@ func TestFaultsStartGuardianStalled(t *testing.T) {
 }
 
 // TestFaultsStartGuardianGoneBeforeSpec: a guardian killed before its
-// launcher sends it the start's spec leaves nothing, and the answer says
-// what happened: it said "send spec to guardian: write |1: broken pipe".
+// launcher sends it the start's spec, or after it but before the launcher
+// tells it the command slot is durable, leaves nothing, and the answer
+// says what happened and which slot is used: it said "send spec to
+// guardian: write |1: broken pipe", and "hand off to the guardian: write
+// |1: broken pipe".
 func TestFaultsStartGuardianGoneBeforeSpec(t *testing.T) {
-	l := newFaultLab(t, 30, 20)
-	c := l.command("start:before_spec", "start", "--", "sleeper")
-	end := l.background(c)
-	if err := awaitStopped(c.Process.Pid); err != nil {
-		t.Fatal(err)
+	for point, want := range map[string]string{
+		"start:before_spec": "ended before it took the start",
+		"start:after_spec":  "was killed by SIGKILL before the running handoff",
+	} {
+		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			l := newFaultLab(t, 30, 20)
+			c := l.command(point, "start", "--", "sleeper")
+			end := l.background(c)
+			if err := awaitStopped(c.Process.Pid); err != nil {
+				t.Fatal(err)
+			}
+			// Its launcher, stopped, does not reap it. Its pidfd is readable
+			// once every thread has exited, and with the last its end of the
+			// spec pipe is closed; the leader shows as a zombie before the
+			// others are gone.
+			guardian, err := unix.PidfdOpen(guardianOf(t, c.Process.Pid), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(guardian)
+			if err := unix.PidfdSendSignal(guardian, unix.SIGKILL, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(guardian), Events: unix.POLLIN}}, int(patience.Milliseconds()))
+			for err == unix.EINTR {
+				n, err = unix.Poll([]unix.PollFd{{Fd: int32(guardian), Events: unix.POLLIN}}, int(patience.Milliseconds()))
+			}
+			if n != 1 {
+				t.Fatalf("the guardian did not end within %v (%v)", patience, err)
+			}
+			unix.Kill(c.Process.Pid, unix.SIGCONT)
+			r, _ := end()
+			if msg := r.Get("error.message").String(); r.Get("error.code").String() != string(protocol.CodeInternal) ||
+				!strings.Contains(msg, want) || !strings.Contains(msg, "command slot 1 of the run is used") ||
+				r.Get("error.details.command_ordinal").Int() != 1 || len(l.monitors()) != 0 {
+				t.Fatalf("a start whose guardian was killed at %s answered %s, and list shows %v", point, r.Raw, l.monitors())
+			}
+			l.settle()
+		})
 	}
-	// Its launcher, stopped, does not reap it. Its pidfd is readable once
-	// every thread has exited, and with the last its end of the spec pipe
-	// is closed; the leader shows as a zombie before the others are gone.
-	guardian, err := unix.PidfdOpen(guardianOf(t, c.Process.Pid), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(guardian)
-	if err := unix.PidfdSendSignal(guardian, unix.SIGKILL, nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(guardian), Events: unix.POLLIN}}, int(patience.Milliseconds()))
-	for err == unix.EINTR {
-		n, err = unix.Poll([]unix.PollFd{{Fd: int32(guardian), Events: unix.POLLIN}}, int(patience.Milliseconds()))
-	}
-	if n != 1 {
-		t.Fatalf("the guardian did not end within %v (%v)", patience, err)
-	}
-	unix.Kill(c.Process.Pid, unix.SIGCONT)
-	r, _ := end()
-	if msg := r.Get("error.message").String(); r.Get("error.code").String() != string(protocol.CodeInternal) ||
-		!strings.Contains(msg, "ended before it took the start") || r.Get("error.details.command_ordinal").Int() != 1 || len(l.monitors()) != 0 {
-		t.Fatalf("a start whose guardian was killed before its spec answered %s, and list shows %v", r.Raw, l.monitors())
-	}
-	l.settle()
 }
 
 // TestFaultsDrainPoints kills a guardian in the middle of its drain and

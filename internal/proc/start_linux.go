@@ -301,6 +301,7 @@ type pendingGuardian struct {
 	madeErr    error         // why not; read after made is closed
 	sent       bool          // send has written the spec
 	graceMs    int64         // the spec's ownership grace: how long the handoff may take
+	ordinal    int64         // the spec's command slot
 	done       bool
 }
 
@@ -428,8 +429,10 @@ func (pg *pendingGuardian) send(spec Spec) error {
 	if err != nil {
 		return fmt.Errorf("send spec to guardian: %w", err)
 	}
+	fault.Point("start:after_spec")
 	pg.sent = true
 	pg.graceMs = spec.OwnerGraceMs
+	pg.ordinal = spec.CommandOrdinal
 	return nil
 }
 
@@ -508,18 +511,22 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 		return nil, &protocol.Error{Code: h.Error.Code, Message: h.Error.Message, Details: h.Error.Details}
 	case pg.madeErr != nil: // the guardian stopped because of it
 		return nil, pg.madeErr
-	case tellErr != nil:
-		return nil, fmt.Errorf("hand off to the guardian: %w", tellErr)
 	}
+	// How it ended says what happened; a failed tell (a broken pipe) is
+	// only its echo. The slot stays used, as in send.
+	slot := fmt.Sprintf("command slot %d of the run is used", pg.ordinal)
 	if ended.Signaled() {
 		// Killed, it said nothing: sending the reader to its stderr sent
 		// them to nothing.
 		if killedStalled.Load() {
-			return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s stopped before the running handoff (%s); what was left of its session was stopped", pg.monitorID, died)
+			return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s stopped before the running handoff (%s); what was left of its session was stopped, and %s", pg.monitorID, died, slot).
+				With("command_ordinal", pg.ordinal)
 		}
-		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s was killed by %s before the running handoff; what was left of its session was stopped", pg.monitorID, unix.SignalName(ended.Signal()))
+		return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s was killed by %s before the running handoff; what was left of its session was stopped, and %s", pg.monitorID, unix.SignalName(ended.Signal()), slot).
+			With("command_ordinal", pg.ordinal)
 	}
-	return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff; its stderr (above) says why", pg.monitorID)
+	return nil, protocol.Errorf(protocol.CodeInternal, "guardian of %s exited before the running handoff (its stderr, above, says why); %s", pg.monitorID, slot).
+		With("command_ordinal", pg.ordinal)
 }
 
 // settleLost stops what a guardian that died during its start left
