@@ -122,7 +122,7 @@ func advice(pe *protocol.Error) string {
 		case errors.As(pe, &sc) && sc.Syscall == "inotify_add_watch" && errors.Is(sc, syscall.ENOSPC):
 			return "the user's inotify watches are used up: raise fs.inotify.max_user_watches (sysctl) or end other watchers, then retry"
 		case errors.Is(pe, syscall.ENOSPC) || errors.Is(pe, syscall.EDQUOT):
-			return "the file system of the state directory is full (or the quota is spent): free space there, then retry; running services keep their custody meanwhile"
+			return "the file system of the state directory is full (or the quota is spent): free space there, then retry; the monitors still running keep their custody meanwhile"
 		}
 	}
 	return ""

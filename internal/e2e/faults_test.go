@@ -1580,6 +1580,7 @@ func TestFaultsFullDisk(t *testing.T) {
 	quick, _ := l.startMonitor("", "start", "--name", "quick", "--", "sleeper")
 	stalled, sm := l.startMonitor("", "start", "--name", "stalled", "--", "sleeper")
 	unfenced, um := l.startMonitor("", "start", "--name", "unfenced", "--", "sleeper")
+	lost, lm := l.startMonitor("", "start", "--name", "lost", "--", "sh", "-c", "sleeper & sleeper & exec sleeper")
 	// A fence that goes away counts as given up for its guardian.
 	if err := os.Remove(filepath.Join((&state.Dir{Path: l.state}).MonitorDir(unfenced), state.CustodyName)); err != nil {
 		t.Fatal(err)
@@ -1616,6 +1617,21 @@ func TestFaultsFullDisk(t *testing.T) {
 	// A start that cannot be recorded is refused, typed.
 	if r, _ := l.run("start", "--", "sleeper"); !strings.Contains(r.Get("error.message").String(), "is full") {
 		t.Fatalf("a start on a full disk answered %s: want a typed error that says the disk is full", r.Raw)
+	}
+	// A reconcile that cannot store its receipt has still stopped what
+	// was left: its answer says so and reports the receipt it could not
+	// store, since a later reconcile finds nothing left to report. It
+	// said "running services keep their custody meanwhile", with nothing
+	// of what it had signalled.
+	awaitSession(t, lm.GuardianPID, 4) // the guardian, the service and the two it leaks
+	if err := unix.Kill(lm.GuardianPID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	l.awaitLapse(lost)
+	if r, _ := l.run("reconcile", lost); !strings.Contains(r.Get("error.message").String(), "did its work") ||
+		!strings.Contains(r.Get("error.message").String(), "is full") || !r.Get("error.details.receipt.group_empty_verified").Bool() ||
+		len(r.Get("error.details.receipt.signals").Array()) == 0 {
+		t.Fatalf("a reconcile on a full disk answered %s", r.Raw)
 	}
 	// Past more than one ownership window of failed heartbeats, the
 	// guardians still hold custody and status says what is wrong.
@@ -1685,6 +1701,9 @@ func TestFaultsFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &state.Dir{Path: l.state}
+	if r, _ := l.run("reconcile", lost); r.Get("status").String() != state.StatusCancelled || !r.Get("group_empty_verified").Bool() {
+		t.Fatalf("a reconcile once space returned answered %s", r.Raw)
+	}
 	for _, want := range []struct{ id, reason string }{{hid, "cancel"}, {l2id, "cancel"}, {quick, "cancel"}, {stalled, "heartbeat_missed"}, {unfenced, "heartbeat_missed"}} {
 		for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
 			m, err := d.LoadMonitor(want.id)

@@ -65,7 +65,7 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		r.Containment = state.ContainmentIncomplete
 	}
 	r.FinishedAtMs = nowMs()
-	return dir.UpdateMonitor(id, func(stored *state.Monitor) error {
+	stored, err := dir.UpdateMonitor(id, func(stored *state.Monitor) error {
 		if stored.Receipt != nil {
 			return nil // a receipt that arrived meanwhile stands
 		}
@@ -74,6 +74,13 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		settleCounts(dir, stored)
 		return nil
 	})
+	if err != nil {
+		// What was found and signalled is told here or nowhere: a later
+		// reconcile finds nothing left, and its receipt says that.
+		return nil, protocol.Errorf(protocol.AsError(err).Code, "reconcile of %s did its work, which details.receipt reports, but could not store the receipt: %w", id, err).
+			With("monitor_id", id).With("receipt", r)
+	}
+	return stored, nil
 }
 
 // settleCounts brings the output counts of a monitor whose guardian is
