@@ -96,7 +96,8 @@ shows them at once, whatever state the guardian is in. A guardian that
 stops renewing custody (stopped, or stalled) moves the text no more until
 it runs again: that is said once on stderr, with how to settle it, as
 soon as custody lapses. A guardian that is gone ends the follow, which
-says so on stderr, piped or not. It writes text only: asked for JSON
+says so on stderr, piped or not, and exits with 5 (needs_reconciliation)
+rather than 0. It writes text only: asked for JSON
 (--json, -o json) it refuses.
 --since takes a duration ago (5m) or a time (2006-01-02T15:04:05Z07:00),
 and starts at the output written since then, to the second: the guardian
@@ -151,6 +152,11 @@ the clipboard. Piped, or as JSON, the text is the service's, byte for byte.`,
 					return nil
 				}
 				if err == nil && ended != nil {
+					if ended.Status == state.StatusNeedsReconciliation {
+						// It ended for want of a guardian, not with the
+						// monitor: a script tells the two apart by it.
+						g.exitStatus = protocol.CodeNeedsReconciliation.ExitStatus()
+					}
 					switch {
 					case g.human:
 						// Said on stderr, so the text on stdout stays the
