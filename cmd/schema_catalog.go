@@ -146,7 +146,7 @@ var schemaCatalog = &schema.Catalog{
 		// Receipts.
 		"signals":              "Every signal sent to the group, in order, with when and to how many processes. A reconciled receipt has SIGSTOP (every process left, stopped before any is killed) and SIGKILL, or none when nothing was left.",
 		"at_ms":                "When, in milliseconds since the Unix epoch.",
-		"targets":              "How many processes the signal was sent to. A signal to the process group counts the members of the look at the group nearest to it (just after the first SIGTERM and SIGCONT, just before the others; at least one): a member that exits at that moment may be counted or not.",
+		"targets":              "How many processes the signal was sent to. A signal to the process group counts the members of the look at the group just before it (at least one): a member that forks or exits at that moment may be counted or not.",
 		"group_empty_verified": "True once the kernel confirmed that no process of the group nor any escaped descendant is left.",
 		"output_drained":       "True once the output pipe was read to its end: the output is complete.",
 		"containment":          "complete: the group and every escaped descendant are verified gone. group_only: the group is gone, and the sessions its descendants made as of the lost guardian's last heartbeat, and every descendant of what was left; a session made since by a process whose parent has ended since could not be seen (a reconciled monitor). incomplete: something may be left: kill_unconfirmed names what survived SIGKILL; a session the service's descendants made that could no longer be proven theirs (a reconciled monitor) is left alone, unnamed.",
