@@ -69,7 +69,10 @@ A --name labels the service, to name it by later (procmon logs api, or
 beginning or ending with a space, and not starting with "m_", which
 begins a monitor id.
 
-Start services in the foreground: a daemonizing service leaves its group.
+Start services in the foreground (nginx -g 'daemon off;', redis-server
+--daemonize no): custody ends when the command exits, and what it leaves
+running, a daemon it forked included, is then stopped; the receipt's
+signals say so.
 Interrupted (Ctrl-C, SIGTERM, SIGHUP) before it answers, start drains the
 service it started and answers wait_interrupted (exit status 130) with its
 receipt, so that no service runs on unnamed. On a terminal the receipt is
