@@ -159,6 +159,24 @@ func idPrefixLike(s string) bool {
 	return true
 }
 
+// namedMonitors returns the monitors of run runID named name: those
+// still live (no receipt yet), and those that have ended.
+func namedMonitors(dir *state.Dir, runID, name string) (live, ended []*state.Monitor) {
+	ids, _ := dir.MonitorIDs()
+	for _, id := range ids {
+		m, err := dir.LoadMonitor(id)
+		if err != nil || m.RunID != runID || m.Name != name {
+			continue
+		}
+		if m.Receipt == nil {
+			live = append(live, m)
+		} else {
+			ended = append(ended, m)
+		}
+	}
+	return live, ended
+}
+
 // resolveName finds the selected run's monitor started with --name name.
 // Names are labels, not keys: several monitors may carry one. The live
 // one (no receipt yet) is meant, and two live ones are refused, listing
@@ -177,20 +195,7 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := &state.Dir{Path: path}
-	ids, _ := dir.MonitorIDs()
-	var live, ended []*state.Monitor
-	for _, id := range ids {
-		m, err := dir.LoadMonitor(id)
-		if err != nil || m.RunID != runID || m.Name != name {
-			continue
-		}
-		if m.Receipt == nil {
-			live = append(live, m)
-		} else {
-			ended = append(ended, m)
-		}
-	}
+	live, ended := namedMonitors(&state.Dir{Path: path}, runID, name)
 	switch {
 	case len(live) == 1:
 		return live[0].MonitorID, nil

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -164,6 +165,9 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
+	if name != "" {
+		warnings = append(warnings, nameTakenWarnings(dir, m)...)
+	}
 	// os/signal hands a signal to its channels from another goroutine: one
 	// received before the handoff may not be in interrupts yet. Stop
 	// returns only once every signal received so far has been delivered;
@@ -195,6 +199,24 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 		WorkDeadlineMs:       m.WorkDeadlineMs,
 		Warnings:             warnings,
 	}, nil
+}
+
+// nameTakenWarnings warns when another live monitor of m's run carries
+// m's name: names are labels, not keys, so the start stands, but a name
+// that two live monitors carry is refused until all but one have ended. (Two starts
+// at once may both miss the other.)
+func nameTakenWarnings(dir *state.Dir, m *state.Monitor) []string {
+	live, _ := namedMonitors(dir, m.RunID, m.Name)
+	var others []string
+	for _, o := range live {
+		if o.MonitorID != m.MonitorID {
+			others = append(others, o.MonitorID)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("the name %q is carried by live %s too: it names none of them until all but one have ended; use their ids", m.Name, strings.Join(others, ", "))}
 }
 
 // drainInterrupted drains a monitor whose start was interrupted after
