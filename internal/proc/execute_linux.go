@@ -105,11 +105,11 @@ func Execute(ctx context.Context, dir *state.Dir, req ExecRequest) (*Executed, e
 		return nil, err
 	}
 	if pr.err != nil {
-		return nil, protocol.AsError(pr.err).With("command_ordinal", ordinal)
+		return nil, slotUsed(pr.err, ordinal)
 	}
 	res, err := pr.p.Run(ctx)
 	if err != nil {
-		return nil, protocol.AsError(err).With("command_ordinal", ordinal)
+		return nil, slotUsed(err, ordinal)
 	}
 	return &Executed{ExecResult: res, RunID: run.RunID, CommandOrdinal: ordinal, DeadlineMs: spec.DeadlineMs, Warnings: warnings}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,12 +258,23 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 	m, err := pg.handoff()
 	if err != nil {
 		if protocol.HasCode(err, protocol.CodeExecFailed) {
-			// The slot stays used: say which, as exec does.
-			return nil, nil, protocol.AsError(err).With("command_ordinal", spec.CommandOrdinal)
+			return nil, nil, slotUsed(err, spec.CommandOrdinal)
 		}
 		return nil, nil, err
 	}
 	return m, warnings, nil
+}
+
+// slotUsed is err, a command's failure once its slot ordinal was taken,
+// with the slot named: it stays used (SPEC 2), which a person retrying a
+// mistyped program should not have to find in the details.
+func slotUsed(err error, ordinal int64) error {
+	e := protocol.AsError(err)
+	msg := e.Message
+	if e.Code == protocol.CodeExecFailed {
+		msg += fmt.Sprintf("; command slot %d of the run is used", ordinal)
+	}
+	return (&protocol.Error{Code: e.Code, Message: msg, Details: maps.Clone(e.Details), Err: e.Err}).With("command_ordinal", ordinal)
 }
 
 // takeLaunched takes charge of the guardian that package early launched
