@@ -382,6 +382,12 @@ func TestArgumentsAreIDsOrNames(t *testing.T) {
 	if got, err := oneMonitorArg(env, g, []string{"x"}, "web"); err == nil {
 		t.Errorf("an argument and --name: %v; want refused", got)
 	}
+	// One monitor named twice, by its name and its id or by its id and a
+	// prefix of it, is one monitor, in the order first named: cancel gave
+	// a receipt for each.
+	if got, err := monitorArgs(env, g, []string{"web", "m_xeu", web, "x", xeu}, "web"); err != nil || strings.Join(got, " ") != web+" "+xeu+" "+named {
+		t.Errorf("web, m_xeu, web's id, x, xeu's id and --name web = %v, %v; want %s %s %s", got, err, web, xeu, named)
+	}
 }
 
 // TestCancelOfANameCancelsOnlyThatName: cancel x, with no monitor named

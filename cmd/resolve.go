@@ -5,6 +5,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -70,7 +71,14 @@ func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, er
 		}
 		ids = append(ids, id)
 	}
-	return ids, nil
+	// One monitor named twice (its id, a prefix of it, its name) is
+	// one monitor: cancel answers one receipt for it.
+	seen := make(map[string]bool, len(ids))
+	return slices.DeleteFunc(ids, func(id string) bool {
+		dup := seen[id]
+		seen[id] = true
+		return dup
+	}), nil
 }
 
 // oneMonitorArg resolves the one monitor a command line names: an
