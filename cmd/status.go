@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"procmon/internal/proc"
+	"procmon/internal/protocol"
 	"procmon/internal/state"
 )
 
@@ -38,6 +39,10 @@ any other is a name.
 		RunE: func(c *cobra.Command, args []string) error {
 			var req statusRequest
 			switch {
+			case (len(args) == 1 || name != "") && all:
+				// Said, not dropped: one monitor is shown whatever its
+				// run, and a name is looked up in the selected run.
+				return protocol.Errorf(protocol.CodeInvalidRequest, "--all-runs lists the monitors of every run: give it without a monitor, or give the monitor without it").With("field", "all_runs")
 			case len(args) == 1 || name != "":
 				id, err := oneMonitorArg(env, g, args, name)
 				if err != nil {
