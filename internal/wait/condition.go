@@ -191,22 +191,22 @@ func isLowerHex64(s string) bool {
 func lexicalPathProblem(p string) (reason, msg string) {
 	switch {
 	case p == "":
-		return "empty", "is empty; give a path relative to the component root"
+		return "empty", "is empty; give a path relative to the component root (the service's working directory)"
 	case strings.IndexByte(p, 0) >= 0:
 		return "nul", "contains a NUL byte"
 	case !utf8.ValidString(p):
 		return "not_utf8", "is not valid UTF-8"
 	case strings.HasPrefix(p, "/"):
-		return "absolute", "is absolute; give a path relative to the component root"
+		return "absolute", "is absolute; give a path relative to the component root (the service's working directory)"
 	}
 	for _, comp := range strings.Split(p, "/") {
 		switch comp {
 		case "":
-			return "empty_component", "has an empty component; write it in clean form"
+			return "empty_component", "has an empty component; " + cleanAdvice(p)
 		case ".":
-			return "dot_component", "has a \".\" component; write it in clean form"
+			return "dot_component", "has a \".\" component; " + cleanAdvice(p)
 		case "..":
-			return "dotdot", "has a \"..\" component; a file condition stays beneath the component root"
+			return "dotdot", "has a \"..\" component; a file condition stays beneath the component root (the service's working directory)"
 		}
 	}
 	// The component checks above already imply a clean path; this is the
@@ -215,6 +215,18 @@ func lexicalPathProblem(p string) (reason, msg string) {
 		return "alias", fmt.Sprintf("is not in clean form (%q); write it in clean form", path.Clean(p))
 	}
 	return "", ""
+}
+
+// cleanAdvice says how to write p, whose only fault is that it is not in
+// clean form ("./ready.json", "logs//out"), when its clean form is a path
+// a condition takes.
+func cleanAdvice(p string) string {
+	if c := path.Clean(p); c != p {
+		if r, _ := lexicalPathProblem(c); r == "" {
+			return fmt.Sprintf("write it in clean form: %q", c)
+		}
+	}
+	return "write it in clean form"
 }
 
 // Rules are what a file condition is checked against. Root and StateDir are
