@@ -331,6 +331,18 @@ func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
 	}
 }
 
+// refusalWords says in words why a file was not taken as evidence; the
+// reason itself follows, as the JSON has it. (The component root's
+// reasons come with a why of their own.)
+var refusalWords = map[string]string{
+	wait.ReasonSymlink:        "it is a symbolic link, which is not followed",
+	wait.ReasonNotRegular:     "it is not a regular file",
+	wait.ReasonHardlinked:     "it has another hard link",
+	wait.ReasonUnstable:       "it changed while it was read",
+	wait.ReasonDigestMismatch: "its sha256 is not the one asked for",
+	wait.ReasonTooLarge:       "it is larger than a wait reads (64 MiB)",
+}
+
 // receiptSummary says in words what a receipt proves.
 func receiptSummary(r state.Receipt) string {
 	var parts []string
@@ -575,7 +587,12 @@ func viewWait(b *strings.Builder, p palette, r *waitResponse) {
 	if o.Why != "" {
 		fmt.Fprintf(b, "  why: %s\n", o.Why)
 	}
-	if o.Refusal != "" {
+	switch words, ok := refusalWords[o.Refusal]; {
+	case o.Refusal == wait.ReasonAbsent:
+		fmt.Fprintf(b, "  %s: not there\n", o.Path)
+	case ok:
+		fmt.Fprintf(b, "  refused: %s (%s)\n", words, o.Refusal)
+	case o.Refusal != "":
 		fmt.Fprintf(b, "  refused: %s\n", o.Refusal)
 	}
 	if len(o.LogTail) > 0 {
