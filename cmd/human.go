@@ -639,6 +639,9 @@ func viewPolicy(b *strings.Builder, settings state.Settings) {
 		if n == nil {
 			return "none"
 		}
+		if *n == 1 {
+			unit = strings.TrimSuffix(unit, "s")
+		}
 		return strconv.FormatInt(*n, 10) + unit
 	}
 	// Durations as --timeout takes them and the flags' defaults show them

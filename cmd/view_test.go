@@ -134,6 +134,15 @@ func TestConfigureViewShowsDurations(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("configure --show shows\n%s\nwant\n%s", out.String(), want)
 	}
+	one := strings.Replace(body, `"max_output_bytes": 1000000`, `"max_output_bytes": 1`, 1)
+	if status, _, raw := runIn(t, dir, one, "configure"); status != 0 {
+		t.Fatalf("configure: exit %d %s", status, raw)
+	}
+	out.Reset()
+	Run([]string{"configure", "--show", "-o", "text"}, testEnv(dir, &out, &errOut))
+	if !strings.Contains(out.String(), "  output per service      1 byte\n") {
+		t.Errorf("configure --show of a 1-byte limit shows\n%s", out.String())
+	}
 }
 
 // TestFollowEndNote: the line logs --follow leaves says how the service
