@@ -77,7 +77,9 @@ gone. Its deadline is the smallest of the run's work duration, the
 monitor timeout and --timeout, which defaults to 600 seconds: a foreground
 command always has one. Output past max_output_bytes drains it (status
 output_limit, also when it ended by itself first); a deadline drains it
-as timed_out.
+as timed_out. A drain sends SIGTERM, then SIGKILL to what is left 5
+seconds later: a command that ignores SIGTERM ends that much after its
+deadline.
 
 --depends-on names monitors the command needs: unless each is running with
 a current ownership window the command is refused (needs_reconciliation)
