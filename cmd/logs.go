@@ -39,6 +39,7 @@ type logsResponse struct {
 	OutputTruncated bool     `json:"output_truncated"`
 	Truncation      []string `json:"truncation"`
 	LogError        string   `json:"log_error,omitempty"`
+	LogBytesLost    int64    `json:"log_bytes_lost,omitempty"`
 }
 
 // defaultLogBytes is the window when the request names none.
@@ -60,7 +61,9 @@ whether it is not the whole capture, and truncation lists why:
 capture_limit (the output passed max_output_bytes), window (the window
 cut it), incomplete_utf8 (a partial character at the end was held back,
 as it is while the output may still grow: until the monitor ends or its
-guardian is gone). A window never splits a character.
+guardian is gone), log_lost (the log could not store all of the output,
+as on a full disk: log_bytes_lost says how much). A window never splits
+a character.
 The text is the stream read as UTF-8, with each byte that begins no
 character shown as U+FFFD (one for each byte, as wait --output reads it):
 a window holds at most max_bytes bytes of that text, while offset and
@@ -231,6 +234,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 		StreamBytes:   w.StreamBytes,
 		Truncation:    []string{},
 		LogError:      m.LogError,
+		LogBytesLost:  m.LogBytesLost,
 	}
 	if m.MaxOutputBytes != nil && m.CapturedBytes > *m.MaxOutputBytes {
 		resp.Truncation = append(resp.Truncation, state.TruncCaptureLimit)
@@ -240,6 +244,9 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 	}
 	if w.IncompleteUTF8 {
 		resp.Truncation = append(resp.Truncation, state.TruncIncompleteUTF8)
+	}
+	if m.LogBytesLost > 0 {
+		resp.Truncation = append(resp.Truncation, state.TruncLogLost)
 	}
 	resp.OutputTruncated = len(resp.Truncation) > 0
 	return resp, nil

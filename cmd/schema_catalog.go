@@ -163,7 +163,7 @@ var schemaCatalog = &schema.Catalog{
 		"output_sha256":    "SHA-256 of text, in lowercase hex.",
 		"stream_bytes":     "Length of the whole redacted stream in bytes, of which text is a window.",
 		"output_truncated": "True when text is not the whole output; truncation says why.",
-		"truncation":       "Why text is not the whole output: capture_limit (the output passed max_output_bytes and the rest was dropped), window (the window left part of the stream out), incomplete_utf8 (a trailing partial character was held back), output_undrained (exec only: a process outside the command held its output pipe open, so the pipe was not read to its end and what was written last may be missing). Empty when it is whole.",
+		"truncation":       "Why text is not the whole output: capture_limit (the output passed max_output_bytes and the rest was dropped), window (the window left part of the stream out), incomplete_utf8 (a trailing partial character was held back), output_undrained (exec only: a process outside the command held its output pipe open, so the pipe was not read to its end and what was written last may be missing), log_lost (the log could not store all of the output, as on a full disk: it ends before the output did, and log_bytes_lost says by how much). Empty when it is whole.",
 		"max_bytes":        "The most bytes of output text to return (at least 4). Default 65536.",
 		// Wait.
 		"condition":     "What to wait for: {\"kind\": \"output\", \"text\": LITERAL} (a literal in the redacted output, from its very start), {\"kind\": \"exit\"} (a verified end, whatever the exit code), or {\"kind\": \"file\", \"path\": RELATIVE_PATH, \"sha256\"?: HEX} (a regular file beneath the service's working directory).",
@@ -261,7 +261,7 @@ var schemaCatalog = &schema.Catalog{
 		"status":               {state.StatusRunning, state.StatusSettling, state.StatusExited, state.StatusCancelled, state.StatusTimedOut, state.StatusOutputLimit, state.StatusNeedsReconciliation},
 		"startResponse.status": {state.StatusRunning},
 		"execResponse.status":  {state.StatusExited, state.StatusTimedOut, state.StatusOutputLimit, state.StatusCancelled},
-		"truncation":           {state.TruncCaptureLimit, state.TruncWindow, state.TruncIncompleteUTF8, state.TruncOutputUndrained},
+		"truncation":           {state.TruncCaptureLimit, state.TruncWindow, state.TruncIncompleteUTF8, state.TruncOutputUndrained, state.TruncLogLost},
 		"containment":          {state.ContainmentComplete, state.ContainmentGroupOnly, state.ContainmentIncomplete},
 		"custody":              {state.CustodyGuardian, state.CustodyReconciled, state.CustodyUnverified},
 		"outcome":              {"satisfied", "timeout", "process_ended", "unavailable"},

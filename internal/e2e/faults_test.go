@@ -1674,6 +1674,12 @@ func TestFaultsFullDisk(t *testing.T) {
 			t.Fatalf("the loud service's output stopped being read: %s", first.Raw)
 		}
 	}
+	// logs says the text is not the whole output, and by how much: it
+	// said output_truncated false, with 13 MB lost.
+	if g, _ := l.run("logs", lid); !g.Get("output_truncated").Bool() || !strings.Contains(g.Get("truncation").Raw, `"log_lost"`) ||
+		g.Get("log_bytes_lost").Int() == 0 {
+		t.Fatalf("logs of a service whose output cannot be stored: %s", g.Raw)
+	}
 	// A wait for output that times out says that output was lost: the
 	// text may have been printed among it.
 	if w, _ := l.run("wait", lid, "--output", "never printed", "--timeout", "1"); w.Get("outcome").String() != "timeout" ||

@@ -19,6 +19,10 @@ const (
 	// read to its end (something outside its custody held it open), so
 	// the text may leave out what was written last.
 	TruncOutputUndrained = "output_undrained"
+	// TruncLogLost: the log could not store all of the output (a full
+	// disk). It is an exact prefix of the redacted stream, so the text
+	// may leave out what came after it.
+	TruncLogLost = "log_lost"
 )
 
 // LogWindow is a bounded piece of a monitor's redacted output: the text of
