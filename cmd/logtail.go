@@ -94,34 +94,31 @@ func startFrom(env *Env, c *cobra.Command, req *logsRequest, tail, since string,
 }
 
 // tailOffset is the byte of the redacted stream where its last n lines
-// begin (a last line without its newline counts as one), reading back
-// from the end in growing windows.
+// begin (a last line without its newline counts as one). The end of the
+// text is read as a window, which knows where it ends (a character not
+// yet whole is held back); what lies before the window, in the stream
+// itself (state.Dir.LineStartBefore). Windows growing back from the end
+// made the text of the whole stream, several times over: --tail 1 of
+// one 50 MB line took 3.3 s and 256 MB.
 func tailOffset(dir *state.Dir, m *state.Monitor, n int, final bool) (int64, error) {
-	for window := int64(64 << 10); ; {
-		w, err := dir.ReadLogWindow(m, nil, window, final)
-		if err != nil {
-			return 0, err
-		}
-		if n == 0 {
-			// Where the text ends, before a character not yet whole, which
-			// is shown once it is.
-			return dir.LogTextStart(m, math.MaxInt64, final)
-		}
-		text := strings.TrimSuffix(w.Text, "\n")
-		for i, seen := len(text)-1, 0; i >= 0; i-- {
-			if text[i] == '\n' {
-				if seen++; seen == n {
-					return w.StreamOffset(i + 1), nil
-				}
+	if n == 0 {
+		// Where the text ends, before a character not yet whole, which
+		// is shown once it is.
+		return dir.LogTextStart(m, math.MaxInt64, final)
+	}
+	w, err := dir.ReadLogWindow(m, nil, 64<<10, final)
+	if err != nil {
+		return 0, err
+	}
+	text := strings.TrimSuffix(w.Text, "\n")
+	for i := len(text) - 1; i >= 0; i-- {
+		if text[i] == '\n' {
+			if n--; n == 0 {
+				return w.StreamOffset(i + 1), nil
 			}
 		}
-		if w.Offset == 0 {
-			return 0, nil
-		}
-		// Four times the window, up to all the text the stream can make,
-		// whose window starts at 0.
-		window = min(window*4, textBound(w.StreamBytes))
 	}
+	return dir.LineStartBefore(m, w.Offset, n)
 }
 
 // textBound is the most text n bytes of the stream can make: 3 bytes

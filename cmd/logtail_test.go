@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,6 +192,73 @@ func TestParseSince(t *testing.T) {
 	for _, since := range []string{"1h1h", "30s5m", "30s9999999h"} {
 		if _, err := parseSince(now, since); err == nil || !strings.Contains(err.Error(), "units out of order or given twice") {
 			t.Errorf("parseSince(%q): %v; want the refusal of its units", since, err)
+		}
+	}
+}
+
+// TestTailOffsetAgreesWithTheWholeText holds tailOffset, which reads the
+// stream before its last window as bytes, to the offset that counting
+// lines in the text of the whole stream gives: for lines longer and
+// shorter than a window and than a chunk, bytes that begin no character,
+// a line feed at the end or not, and a character cut off at the end of a
+// live log or an ended one.
+func TestTailOffsetAgreesWithTheWholeText(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	const id = "m_tailagree00000000000000000"
+	saveMonitor(t, stateDir, id, state.DefaultRun, "", time.Now().UnixMilli(), false)
+	dir, err := state.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dir.LoadMonitor(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	pieces := []string{"x", "é", "\xff", "\xe2\x82", "€"}
+	for round := 0; round < 12; round++ {
+		var stream []byte
+		for lines := rng.IntN(6); lines >= 0; lines-- {
+			// Some lines are longer than the 64 KiB window and the 1 MiB
+			// chunk, most are short.
+			n := rng.IntN(40)
+			if rng.IntN(4) == 0 {
+				n = rng.IntN(1 << 20)
+			}
+			for i := 0; i < n; i++ {
+				stream = append(stream, pieces[rng.IntN(len(pieces))]...)
+			}
+			stream = append(stream, '\n')
+		}
+		switch rng.IntN(3) {
+		case 0:
+			stream = stream[:len(stream)-1] // no line feed at the end
+		case 1:
+			stream = append(stream, 0xe2, 0x82) // a character cut off
+		}
+		if err := os.WriteFile(filepath.Join(dir.MonitorDir(id), state.LogName), stream, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, final := range []bool{false, true} {
+			whole, err := dir.ReadLogWindow(m, nil, textBound(int64(len(stream))), final)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := strings.TrimSuffix(whole.Text, "\n")
+			for n := 1; n <= 8; n++ {
+				want, seen := int64(0), 0
+				for i := len(text) - 1; i >= 0; i-- {
+					if text[i] == '\n' {
+						if seen++; seen == n {
+							want = whole.StreamOffset(i + 1)
+							break
+						}
+					}
+				}
+				if got, err := tailOffset(dir, m, n, final); err != nil || got != want {
+					t.Fatalf("round %d (%d bytes, final %v): --tail %d starts at %d (%v), the whole text says %d", round, len(stream), final, n, got, err, want)
+				}
+			}
 		}
 	}
 }

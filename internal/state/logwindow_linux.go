@@ -113,6 +113,41 @@ func readLogWindow(f *os.File, offset *int64, maxBytes int64, final bool) (*LogW
 	return w, nil
 }
 
+// LineStartBefore returns where the n-th line before byte offset before
+// of a monitor's log begins: just after the n-th line feed back from
+// before, or 0 when fewer come before it. A line feed is the same byte
+// in the stream and in its text (no character's encoding holds one, and
+// a byte shown as U+FFFD is never one), so the stream is read as is, a
+// chunk at a time: no text is made of it, and no more is held than a
+// chunk, however long the lines.
+func (d *Dir) LineStartBefore(m *Monitor, before int64, n int) (int64, error) {
+	f, err := d.OpenLog(m)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for hi := before; hi > 0 && n > 0; {
+		lo := max(hi-int64(len(buf)), 0)
+		k, err := f.ReadAt(buf[:hi-lo], lo)
+		if err != nil && err != io.EOF {
+			return 0, fmt.Errorf("read output log: %w", err)
+		}
+		for i := k - 1; i >= 0; i-- {
+			if buf[i] == '\n' {
+				if n--; n == 0 {
+					return lo + int64(i) + 1, nil
+				}
+			}
+		}
+		if k < int(hi-lo) {
+			break // a log that shrank under the read (it never should)
+		}
+		hi = lo
+	}
+	return 0, nil
+}
+
 // LogTextStart returns where the text of a monitor's log that shows
 // byte offset begins, as logtext.StartOf places it: offset itself, or
 // the start of the character it falls inside; at or past the end of the
