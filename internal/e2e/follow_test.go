@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +88,8 @@ func TestLogsFollowGuardianGone(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	follow := procmon("logs", "-f", id, "--tail", "2")
 	follow.Stdout, follow.Stderr = &stdout, &stderr
-	awaitFollowEnd(t, follow, startFollow(t, follow), &stderr)
+	// It ends with needs_reconciliation's status: the monitor has not.
+	awaitFollowEndWith(t, follow, startFollow(t, follow), &stderr, 5)
 	if got := stdout.String(); got != "two\nthree\n" {
 		t.Errorf("logs -f of a monitor whose guardian is gone showed %q, want %q", got, "two\nthree\n")
 	}
@@ -139,11 +141,20 @@ func resumeAndAwaitEnd(t *testing.T, m *state.Monitor, follow *exec.Cmd, ended <
 }
 
 // awaitFollowEnd waits for a logs -f command, started by startFollow, to
-// end of itself with exit status 0.
+// end of itself with exit status 0, the monitor having ended.
 func awaitFollowEnd(t *testing.T, follow *exec.Cmd, ended <-chan error, stderr *lockedBuffer) {
 	t.Helper()
-	if err := awaitExit(t, follow, ended, patience, fmt.Sprintf("logs -f did not end within %v of its monitor", patience),
-		func() string { return fmt.Sprintf("stderr %q", stderr.String()) }); err != nil {
-		t.Fatalf("logs -f: %v; stderr %q", err, stderr.String())
+	awaitFollowEndWith(t, follow, ended, stderr, 0)
+}
+
+// awaitFollowEndWith is awaitFollowEnd for an end with exit status want.
+func awaitFollowEndWith(t *testing.T, follow *exec.Cmd, ended <-chan error, stderr *lockedBuffer, want int) {
+	t.Helper()
+	err := awaitExit(t, follow, ended, patience, fmt.Sprintf("logs -f did not end within %v of its monitor", patience),
+		func() string { return fmt.Sprintf("stderr %q", stderr.String()) })
+	var exit *exec.ExitError
+	switch {
+	case want == 0 && err != nil, want != 0 && (!errors.As(err, &exit) || exit.ExitCode() != want):
+		t.Fatalf("logs -f: %v, want exit status %d; stderr %q", err, want, stderr.String())
 	}
 }
