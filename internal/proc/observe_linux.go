@@ -132,7 +132,7 @@ func answering(pid int, startTicks uint64) bool {
 const (
 	whyWindowExpired   = "the ownership window expired without a heartbeat"
 	whySettlingExpired = "the guardian stopped answering while it drained"
-	whyCustodyGivenUp  = "the guardian's custody was given up: its window lapsed, or it could not store its receipt"
+	whyCustodyGivenUp  = "the guardian's custody was given up: its window lapsed, it could not store its receipt, or its custody fence is not the file procmon made (replaced or changed by hand)"
 )
 
 // classify decides a monitor's status from its record, the time (now on
