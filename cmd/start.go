@@ -81,7 +81,12 @@ shown as cancel shows it, then the error.
 Variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*,
 *PASSPHRASE*, *APIKEY*, *CREDENTIAL*, *_KEY, *_PASS or *_PWD (and those
 named by --secret-env) are treated as secrets: their values are redacted
-from the output before it is stored.`,
+from the output before it is stored, as they stand and as programs
+escape and encode them. Output that may be the start of a secret is held
+back until the bytes after it decide: a line that ends in the first
+bytes of a secret (or of a secret's line) is stored, and seen by logs
+and wait, once more output comes; if none comes before the service
+ends, such a tail of three bytes or more is stored as [REDACTED].`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 || flagsUsed(c) {
 				req.Argv = args
