@@ -950,6 +950,11 @@ func (g *guardian) recordEscapes() {
 	}
 }
 
+// receiptPatience is how long a guardian tries to store a receipt whose
+// write failed otherwise than for want of space or descriptors (mayPass)
+// before it exits, leaving the monitor to reconcile.
+const receiptPatience = time.Minute
+
 // mayPass reports whether err is a write that failed for want of space
 // or of descriptors (the system's table full), which waiting may give.
 func mayPass(err error) bool {
@@ -1036,8 +1041,11 @@ func (g *guardian) finish(cause drainCause) {
 	// A receipt that could not be stored for want of space (a full disk, a
 	// quota) or of descriptors is never given up: the guardian stays,
 	// answering with it, and stores it once it can. Any other failure (the
-	// directory is gone) will not pass by waiting.
-	for backoff := 50 * time.Millisecond; mayPass(err); backoff = min(2*backoff, 5*time.Second) {
+	// directory moved away, an entry planted in it) may be put right by
+	// hand, but need not be: that is tried for receiptPatience. Exiting at
+	// once lost the receipt of a drain that had happened, and the
+	// reconcile after it could say nothing of what had been signalled.
+	for backoff, since := 50*time.Millisecond, time.Now(); mayPass(err) || err != nil && time.Since(since) < receiptPatience; backoff = min(2*backoff, 5*time.Second) {
 		time.Sleep(backoff)
 		if err = g.save(true); errors.Is(err, errRevoked) {
 			err = nil
