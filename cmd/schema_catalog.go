@@ -294,7 +294,7 @@ var schemaCatalog = &schema.Catalog{
 		"timeout_seconds": {"type": []string{"integer", "null"}, "minimum": 1, "maximum": protocol.MaxSeconds},
 		// A secret of 8 characters has 8 bytes or more; procmon counts bytes.
 		"secrets":                  {"type": "array", "items": schema.Schema{"type": "string", "minLength": 8}},
-		"secret_env":               {"type": "array", "items": schema.Schema{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
+		"secret_env":               {"type": "array", "items": schema.Schema{"type": "string", "pattern": `^[^=\x00]+$`}},
 		"grace_seconds":            {"type": []string{"integer", "null"}, "minimum": 0, "maximum": 3600},
 		"max_bytes":                {"type": []string{"integer", "null"}, "minimum": 4},
 		"startRequest.argv":        {"type": "array", "minItems": 1, "items": schema.Schema{"type": "string"}},

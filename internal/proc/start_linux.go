@@ -191,9 +191,12 @@ func (c *Command) Environ() []string {
 // which have no such variable.
 func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []string) {
 	secrets, warnings = redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
-	for _, n := range c.SecretEnv {
+	for i, n := range c.SecretEnv {
+		if slices.Contains(c.SecretEnv[:i], n) {
+			continue
+		}
 		if !slices.ContainsFunc(env, func(kv string) bool { k, v, _ := strings.Cut(kv, "="); return k == n && v != "" }) {
-			warnings = append(warnings, fmt.Sprintf("secret_env names %s, which the command's environment does not set: nothing is redacted for it", n))
+			warnings = append(warnings, fmt.Sprintf("secret_env names %s, which the command's environment does not set (or sets empty): nothing is redacted for it", n))
 		}
 	}
 	return secrets, warnings

@@ -109,12 +109,14 @@ func (s Settings) Validate() error {
 }
 
 // CheckSecretEnv refuses a secret_env list (of the settings, or of a
-// start or exec request) with a name that no variable could have: such
-// a name would redact nothing, silently.
+// start or exec request) with a name that no variable could have, as env
+// refuses one: empty, or holding "=" or a NUL byte. Such a name would
+// redact nothing, silently. Any other name is one a program may be given
+// (DB-PASS, from a container's environment), so it is taken.
 func CheckSecretEnv(names []string) error {
 	for i, n := range names {
-		if !envName(n) {
-			return protocol.Errorf(protocol.CodeInvalidRequest, "secret_env[%d] %q is not an environment variable name: use letters, digits and _, not starting with a digit", i, n).
+		if n == "" || strings.ContainsAny(n, "=\x00") {
+			return protocol.Errorf(protocol.CodeInvalidRequest, "secret_env[%d] %q is not a variable name a program can be given (an empty name, or \"=\" or a NUL byte in it)", i, n).
 				With("field", fmt.Sprintf("secret_env[%d]", i))
 		}
 	}
@@ -129,20 +131,6 @@ func cleanRelative(p string) bool {
 	}
 	for _, c := range strings.Split(p, "/") {
 		if c == "." || c == ".." {
-			return false
-		}
-	}
-	return true
-}
-
-// envName reports whether n is a portable environment variable name:
-// letters, digits and underscores, not starting with a digit.
-func envName(n string) bool {
-	if n == "" || '0' <= n[0] && n[0] <= '9' {
-		return false
-	}
-	for _, c := range []byte(n) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
 			return false
 		}
 	}

@@ -27,9 +27,7 @@ func TestSettingsListsValidatedEntryByEntry(t *testing.T) {
 		{"NUL", []string{"a\x00b"}, nil, "private_paths[0]"},
 		{"assignment", nil, []string{"OK_NAME", "BAD=NAME"}, "secret_env[1]"},
 		{"empty name", nil, []string{""}, "secret_env[0]"},
-		{"leading digit", nil, []string{"1TOKEN"}, "secret_env[0]"},
-		{"space", nil, []string{"A B"}, "secret_env[0]"},
-		{"dash", nil, []string{"MY-TOKEN"}, "secret_env[0]"},
+		{"NUL in a name", nil, []string{"MY\x00TOKEN"}, "secret_env[0]"},
 	}
 	for _, c := range cases {
 		s := ExampleSettings()
@@ -41,7 +39,9 @@ func TestSettingsListsValidatedEntryByEntry(t *testing.T) {
 	}
 	s := ExampleSettings()
 	s.PrivatePaths = []string{".git", "config/secrets", "a..b", "..x"}
-	s.SecretEnv = []string{"API_TOKEN", "_x", "lower9"}
+	// A name a shell could not write is still one a program may be given
+	// (a container's DB-PASS), whose value must be redactable by name.
+	s.SecretEnv = []string{"API_TOKEN", "_x", "lower9", "1TOKEN", "A B", "MY-TOKEN"}
 	if err := s.Validate(); err != nil {
 		t.Fatalf("valid lists refused: %v", err)
 	}
