@@ -1628,7 +1628,7 @@ func TestFaultsFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.awaitLapse(lost)
-	if r, _ := l.run("reconcile", lost); !strings.Contains(r.Get("error.message").String(), "did its work") ||
+	if r, _ := l.run("reconcile", lost); !strings.Contains(r.Get("error.message").String(), "reconcile of "+lost+" sent SIGSTOP to 2, then SIGKILL to 2; nothing is left, but could not store its receipt") ||
 		!strings.Contains(r.Get("error.message").String(), "is full") || !r.Get("error.details.receipt.group_empty_verified").Bool() ||
 		len(r.Get("error.details.receipt.signals").Array()) == 0 {
 		t.Fatalf("a reconcile on a full disk answered %s", r.Raw)

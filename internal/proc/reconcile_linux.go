@@ -1,8 +1,10 @@
 package proc
 
 import (
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -77,10 +79,27 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 	if err != nil {
 		// What was found and signalled is told here or nowhere: a later
 		// reconcile finds nothing left, and its receipt says that.
-		return nil, protocol.Errorf(protocol.AsError(err).Code, "reconcile of %s did its work, which details.receipt reports, but could not store the receipt: %w", id, err).
+		return nil, protocol.Wrapf(err, "reconcile of %s %s, but could not store its receipt (details.receipt holds it): %w", id, reconciled(r), err).
 			With("monitor_id", id).With("receipt", r)
 	}
 	return stored, nil
+}
+
+// reconciled says what a reconcile's receipt r records having done, for
+// a person who will not read the receipt itself.
+func reconciled(r *state.Receipt) string {
+	var sent []string
+	for _, s := range r.Signals {
+		sent = append(sent, fmt.Sprintf("%s to %d", s.Signal, s.Targets))
+	}
+	did := "found nothing left to signal"
+	if len(sent) > 0 {
+		did = "sent " + strings.Join(sent, ", then ")
+	}
+	if !r.GroupEmptyVerified {
+		return did + "; what is left was not verified gone"
+	}
+	return did + "; nothing is left"
 }
 
 // settleCounts brings the output counts of a monitor whose guardian is

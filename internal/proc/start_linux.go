@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,12 +271,15 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 // with the slot named: it stays used (SPEC 2), which a person retrying a
 // mistyped program should not have to find in the details.
 func slotUsed(err error, ordinal int64) error {
-	e := protocol.AsError(err)
-	msg := e.Message
-	if e.Code == protocol.CodeExecFailed {
-		msg += fmt.Sprintf("; command slot %d of the run is used", ordinal)
+	if !protocol.HasCode(err, protocol.CodeExecFailed) {
+		return protocol.Wrapf(err, "%w", err).With("command_ordinal", ordinal)
 	}
-	return (&protocol.Error{Code: e.Code, Message: msg, Details: maps.Clone(e.Details), Err: e.Err}).With("command_ordinal", ordinal)
+	return protocol.Wrapf(err, "%w; %s", err, slotUsedPhrase(ordinal)).With("command_ordinal", ordinal)
+}
+
+// slotUsedPhrase says that a command's slot stays used.
+func slotUsedPhrase(ordinal int64) string {
+	return fmt.Sprintf("command slot %d of the run is used", ordinal)
 }
 
 // takeLaunched takes charge of the guardian that package early launched
@@ -438,7 +440,7 @@ func (pg *pendingGuardian) send(spec Spec) error {
 	if errors.Is(err, syscall.EPIPE) {
 		// Sent as the command slot is taken, which stays used (as an
 		// exec_failed start's does): say which.
-		return protocol.Errorf(protocol.CodeInternal, "the guardian of %s ended before it took the start (killed, or failed as it began: its stderr says why); nothing was started, and command slot %d of the run is used", pg.monitorID, spec.CommandOrdinal).
+		return protocol.Errorf(protocol.CodeInternal, "the guardian of %s ended before it took the start (killed, or failed as it began: its stderr says why); nothing was started, and %s", pg.monitorID, slotUsedPhrase(spec.CommandOrdinal)).
 			With("command_ordinal", spec.CommandOrdinal)
 	}
 	if err != nil {
@@ -529,7 +531,7 @@ func (pg *pendingGuardian) handoff() (*state.Monitor, error) {
 	}
 	// How it ended says what happened; a failed tell (a broken pipe) is
 	// only its echo. The slot stays used, as in send.
-	slot := fmt.Sprintf("command slot %d of the run is used", pg.ordinal)
+	slot := slotUsedPhrase(pg.ordinal)
 	if ended.Signaled() {
 		// Killed, it said nothing: sending the reader to its stderr sent
 		// them to nothing.
@@ -552,7 +554,7 @@ func (pg *pendingGuardian) settleLost(said *protocol.ErrorBody, died string) err
 	id := pg.monitorID
 	m, err := Reconcile(pg.dir, id)
 	if err != nil {
-		return fmt.Errorf("the guardian of %s stopped during the start (%s), and what it left could not be settled: %w", id, died, err)
+		return protocol.Wrapf(err, "the guardian of %s stopped during the start (%s), and what it left could not be settled: %w", id, died, err)
 	}
 	why := died
 	if said != nil {

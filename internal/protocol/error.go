@@ -6,6 +6,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // Code is a stable error code. Codes are added, never renamed.
@@ -57,6 +58,17 @@ func (e *Error) Unwrap() error { return e.Err }
 func Errorf(code Code, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
+}
+
+// Wrapf returns an *Error that says more of err, a %w verb in format
+// recording it: err's code and details (a lock to find, a path to
+// inspect) are kept, so that an answer built on err loses none of what
+// err said.
+func Wrapf(err error, format string, args ...any) *Error {
+	inner := AsError(err)
+	e := Errorf(inner.Code, format, args...)
+	e.Details = maps.Clone(inner.Details)
+	return e
 }
 
 // With returns e with one more detail set.
