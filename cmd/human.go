@@ -716,13 +716,25 @@ func runStarts(r *runView) string {
 	return fmt.Sprintf("%d, no limit", r.BudgetUsed)
 }
 
+// truncationNote says why a logs answer is not the whole output: the
+// window it shows, and output the log could not store, in words, with
+// any other reason as the JSON names it.
 func truncationNote(r *logsResponse) string {
+	var notes, other []string
 	for _, t := range r.Truncation {
-		if t == state.TruncWindow {
-			return fmt.Sprintf("(showing bytes %d to %d of %d; more with --offset or --tail)", r.Offset, r.NextOffset, r.StreamBytes)
+		switch t {
+		case state.TruncWindow:
+			notes = append(notes, fmt.Sprintf("showing bytes %d to %d of %d; more with --offset or --tail", r.Offset, r.NextOffset, r.StreamBytes))
+		case state.TruncLogLost:
+			notes = append(notes, fmt.Sprintf("%s of output after these could not be stored: %s", byteCount(r.LogBytesLost), r.LogError))
+		default:
+			other = append(other, t)
 		}
 	}
-	return "(output cut: " + strings.Join(r.Truncation, ", ") + ")"
+	if len(other) > 0 {
+		notes = append(notes, "output cut: "+strings.Join(other, ", "))
+	}
+	return "(" + strings.Join(notes, "; ") + ")"
 }
 
 // followEndNote is the line logs --follow leaves when it stops because

@@ -450,3 +450,25 @@ func TestViewWaitSaysOutputWasLost(t *testing.T) {
 		t.Errorf("wait:\n%s\nwant a line:\n%s", b.String(), want)
 	}
 }
+
+// TestTruncationNote: what a person is told, on stderr, of a logs answer
+// that is not the whole output. The window's note hid every other
+// reason, and a full disk's lost output among them.
+func TestTruncationNote(t *testing.T) {
+	for _, c := range []struct {
+		r    logsResponse
+		want string
+	}{
+		{logsResponse{Offset: 10, NextOffset: 20, StreamBytes: 30, Truncation: []string{state.TruncWindow}},
+			"(showing bytes 10 to 20 of 30; more with --offset or --tail)"},
+		{logsResponse{Offset: 10, NextOffset: 20, StreamBytes: 30, LogBytesLost: 13000000, LogError: "write output.log: no space left on device",
+			Truncation: []string{state.TruncWindow, state.TruncLogLost}},
+			"(showing bytes 10 to 20 of 30; more with --offset or --tail; 13.0 MB of output after these could not be stored: write output.log: no space left on device)"},
+		{logsResponse{Truncation: []string{state.TruncCaptureLimit, state.TruncIncompleteUTF8}},
+			"(output cut: capture_limit, incomplete_utf8)"},
+	} {
+		if got := truncationNote(&c.r); got != c.want {
+			t.Errorf("truncationNote(%v) = %q, want %q", c.r.Truncation, got, c.want)
+		}
+	}
+}
