@@ -335,12 +335,12 @@ func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
 // reason itself follows, as the JSON has it. (The component root's
 // reasons come with a why of their own.)
 var refusalWords = map[string]string{
-	wait.ReasonSymlink:        "it is a symbolic link, which is not followed",
+	wait.ReasonSymlink:        "the path is or goes through a symbolic link, which is not followed",
 	wait.ReasonNotRegular:     "it is not a regular file",
 	wait.ReasonHardlinked:     "it has another hard link",
 	wait.ReasonUnstable:       "it changed while it was read",
 	wait.ReasonDigestMismatch: "its sha256 is not the one asked for",
-	wait.ReasonTooLarge:       "it is larger than a wait reads (64 MiB)",
+	wait.ReasonTooLarge:       fmt.Sprintf("it is larger than a wait reads (%d MiB)", wait.MaxFileSize>>20),
 }
 
 // receiptSummary says in words what a receipt proves.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -221,7 +222,9 @@ func lexicalPathProblem(p string) (reason, msg string) {
 // clean form ("./ready.json", "logs//out"), when its clean form is a path
 // a condition takes.
 func cleanAdvice(p string) string {
-	if c := path.Clean(p); c != p {
+	// Cleaning folds a ".." away ("./a/../b" is "b"), which would take a
+	// path that climbs for one that does not.
+	if c := path.Clean(p); c != p && !slices.Contains(strings.Split(p, "/"), "..") {
 		if r, _ := lexicalPathProblem(c); r == "" {
 			return fmt.Sprintf("write it in clean form: %q", c)
 		}

@@ -174,7 +174,7 @@ func TestValidateRefusesPaths(t *testing.T) {
 	// A path whose only fault is its spelling is told its clean form;
 	// one whose clean form is refused too is not.
 	for p, want := range map[string]string{"./x": `write it in clean form: "x"`, "a/./b": `write it in clean form: "a/b"`, "x/": `write it in clean form: "x"`,
-		".": "write it in clean form", "./../x": "write it in clean form"} {
+		".": "write it in clean form", "./../x": "write it in clean form", "./a/../b": "write it in clean form"} {
 		msg := Condition{Kind: KindFile, Path: p}.Validate(testRules).Error()
 		if !strings.HasSuffix(msg, want) {
 			t.Errorf("Validate(%q) = %q; want it to end %q", p, msg, want)
