@@ -259,17 +259,15 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 	}
 	m, err := pg.handoff()
 	if err != nil {
-		if protocol.HasCode(err, protocol.CodeExecFailed) {
-			return nil, nil, slotUsed(err, spec.CommandOrdinal)
-		}
-		return nil, nil, err
+		return nil, nil, slotUsed(err, spec.CommandOrdinal)
 	}
 	return m, warnings, nil
 }
 
 // slotUsed is err, a command's failure once its slot ordinal was taken,
-// with the slot named: it stays used (SPEC 2), which a person retrying a
-// mistyped program should not have to find in the details.
+// with the slot in its details: it stays used (SPEC 2). An exec failure
+// names it in its message too, which a person retrying a mistyped
+// program should not have to find in the details.
 func slotUsed(err error, ordinal int64) error {
 	if !protocol.HasCode(err, protocol.CodeExecFailed) {
 		return protocol.Wrapf(err, "%w", err).With("command_ordinal", ordinal)
