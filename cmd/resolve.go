@@ -73,12 +73,13 @@ func monitorArgs(env *Env, g *globals, args []string, name string) ([]string, er
 	}
 	// One monitor named twice (its id, a prefix of it, its name) is
 	// one monitor: cancel answers one receipt for it.
-	seen := make(map[string]bool, len(ids))
-	return slices.DeleteFunc(ids, func(id string) bool {
-		dup := seen[id]
-		seen[id] = true
-		return dup
-	}), nil
+	once := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !slices.Contains(once, id) {
+			once = append(once, id)
+		}
+	}
+	return once, nil
 }
 
 // oneMonitorArg resolves the one monitor a command line names: an
