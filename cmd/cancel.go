@@ -226,11 +226,13 @@ func runCancel(env *Env, id string, graceMs int64) (*receiptView, error) {
 	if err := dir.AdmitFor(o.Monitor, state.CancelTool, env.Now().UnixMilli()); err != nil {
 		return nil, err
 	}
+	endedBefore := o.Terminal()
 	o, err = proc.CancelObserved(dir, o, graceMs, "cancel")
 	if err != nil {
 		return nil, err
 	}
 	v := receiptOf(o)
+	v.endedBefore = endedBefore
 	return &v, nil
 }
 

@@ -384,6 +384,9 @@ func viewReceipt(b *strings.Builder, p palette, r receiptView) {
 		return
 	}
 	fmt.Fprintf(b, "%s  %s\n", who, p.status(statusText(r.Status, r.ExitCode, r.Signal, r.Reason)))
+	if r.endedBefore {
+		fmt.Fprintf(b, "  %s\n", p.dim("it had ended already: this is its receipt, and nothing was signalled now"))
+	}
 	fmt.Fprintf(b, "  %s\n", receiptSummary(*r.Receipt))
 	if r.StateError != "" {
 		fmt.Fprintf(b, "  error: %s\n", p.red(r.StateError))

@@ -72,6 +72,9 @@ type receiptView struct {
 	// name is the monitor's, for a person's view, which names it as
 	// status and list do; the receipt's JSON is the protocol's.
 	name string
+	// endedBefore says, to a person, that the cancel found the monitor
+	// ended: the receipt is the one it had, and nothing was signalled now.
+	endedBefore bool
 }
 
 func receiptOf(o *proc.Observation) receiptView {
