@@ -78,25 +78,23 @@ func (g *guardian) drain(cause drainCause) *state.Receipt {
 		note(sig, at, g.signalCustody(sig, c), c)
 	}
 
-	var c custody
-	stopping := g.exit == nil
+	// The group is signalled before the look for escapees, so that a
+	// member that leaves it (setsid) at that moment has one signal or the
+	// other. It is counted by a look before the signal, which also says
+	// whether anything is left once the service has exited: counted
+	// after, once SIGTERM had ended most of it, a shell and its three
+	// children gave targets 1 as often as 4. (That look costs a cancel of
+	// sleep about 0.2 ms.) The group is not released yet (verifyEmpty
+	// releases it), so its id names it still.
+	c := g.look()
+	stopping := g.exit == nil || !c.empty()
 	if stopping {
-		// The group is signalled before the look for escapees, so that a
-		// member that leaves it (setsid) at that moment has one signal or
-		// the other. It is counted by a look before the signal: counted
-		// after, once SIGTERM had ended most of it, a shell and its three
-		// children gave targets 1 as often as 4. (That look costs a cancel
-		// of sleep about 0.2 ms.)
-		before := g.look()
+		before := c
 		at := nowMs()
 		term, cont := g.signalGroup(unix.SIGTERM), g.signalGroup(unix.SIGCONT)
 		c = g.look()
-		note(unix.SIGTERM, at, groupTargets(term, before)+g.signalEscapees(unix.SIGTERM, c), c)
-		note(unix.SIGCONT, at, groupTargets(cont, before)+g.signalEscapees(unix.SIGCONT, c), c)
-	} else if c = g.look(); !c.empty() {
-		stopping = true
-		send(unix.SIGTERM, c)
-		send(unix.SIGCONT, c)
+		note(unix.SIGTERM, at, groupTargets(term, before, c)+g.signalEscapees(unix.SIGTERM, c), c)
+		note(unix.SIGCONT, at, groupTargets(cont, before, c)+g.signalEscapees(unix.SIGCONT, c), c)
 	}
 	if stopping {
 		fault.Point("guardian:mid_drain")
@@ -202,7 +200,7 @@ func (g *guardian) signalCustody(sig unix.Signal, c custody) int {
 	if g.groupReleased {
 		return g.signalExactly(sig, c.members) + g.signalEscapees(sig, c)
 	}
-	return groupTargets(g.signalGroup(sig), c) + g.signalEscapees(sig, c)
+	return groupTargets(g.signalGroup(sig), c, c) + g.signalEscapees(sig, c)
 }
 
 // signalGroup sends sig to the child's group while its id is the unreaped
@@ -214,12 +212,28 @@ func (g *guardian) signalGroup(sig unix.Signal) bool {
 }
 
 // groupTargets is how many processes a signal to the group reached, as
-// far as the look c tells: at least the leader when the signal went.
-func groupTargets(signalled bool, c custody) int {
+// far as the look before it tells: at least the leader when the signal
+// went. A member that the look after finds an escapee (it left the group
+// about the time of the signal) is left out: it is counted once, as the
+// escapee it is signalled as.
+func groupTargets(signalled bool, before, after custody) int {
 	if !signalled {
 		return 0
 	}
-	return max(len(c.members), 1)
+	return max(len(before.members), 1) - left(before, after)
+}
+
+// left is how many members of the group in before are escapees in
+// after: each left it about the time of the signal to the group, and is
+// counted once, as the escapee it is signalled as.
+func left(before, after custody) int {
+	n := 0
+	for _, e := range after.escapees {
+		if slices.ContainsFunc(before.members, func(m procStat) bool { return m.pid == e.pid && m.startTicks == e.startTicks }) {
+			n++
+		}
+	}
+	return n
 }
 
 // signalEscapees sends sig to each escapee of c.

@@ -41,3 +41,29 @@ func TestReleasedGroupIdIsNeverSignalled(t *testing.T) {
 		t.Fatal("the group was not signalled before release")
 	}
 }
+
+// TestGroupTargets: a signal to the group counts the members of the look
+// before it, at least the leader; a member that the look after it finds
+// an escapee (it left the group about the time of the signal) is counted
+// once, as the escapee it is signalled as, and a pid reused by another
+// process is not that member.
+func TestGroupTargets(t *testing.T) {
+	m := func(pid int, ticks uint64) procStat { return procStat{pid: pid, startTicks: ticks} }
+	before := custody{members: []procStat{m(10, 1), m(11, 1), m(12, 1)}}
+	after := custody{members: []procStat{m(10, 1)}, escapees: []procStat{m(11, 1), m(12, 2), m(40, 1)}}
+	for _, c := range []struct {
+		signalled     bool
+		before, after custody
+		want          int
+	}{
+		{true, before, after, 2},
+		{true, before, custody{}, 3},
+		{false, before, after, 0},
+		{true, custody{}, custody{}, 1},
+		{true, after, after, 1},
+	} {
+		if got := groupTargets(c.signalled, c.before, c.after); got != c.want {
+			t.Errorf("groupTargets(%v, %v, %v) = %d, want %d", c.signalled, c.before, c.after, got, c.want)
+		}
+	}
+}
