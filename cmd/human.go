@@ -729,7 +729,7 @@ func truncationNote(r *logsResponse) string {
 		case state.TruncWindow:
 			notes = append(notes, fmt.Sprintf("showing bytes %d to %d of %d; more with --offset or --tail", r.Offset, r.NextOffset, r.StreamBytes))
 		case state.TruncLogLost:
-			notes = append(notes, fmt.Sprintf("%s of output after these could not be stored: %s", byteCount(r.LogBytesLost), r.LogError))
+			notes = append(notes, fmt.Sprintf("the log could not store the last %s of the output: %s", byteCount(r.LogBytesLost), r.LogError))
 		default:
 			other = append(other, t)
 		}

@@ -463,7 +463,7 @@ func TestTruncationNote(t *testing.T) {
 			"(showing bytes 10 to 20 of 30; more with --offset or --tail)"},
 		{logsResponse{Offset: 10, NextOffset: 20, StreamBytes: 30, LogBytesLost: 13000000, LogError: "write output.log: no space left on device",
 			Truncation: []string{state.TruncWindow, state.TruncLogLost}},
-			"(showing bytes 10 to 20 of 30; more with --offset or --tail; 13.0 MB of output after these could not be stored: write output.log: no space left on device)"},
+			"(showing bytes 10 to 20 of 30; more with --offset or --tail; the log could not store the last 13.0 MB of the output: write output.log: no space left on device)"},
 		{logsResponse{Truncation: []string{state.TruncCaptureLimit, state.TruncIncompleteUTF8}},
 			"(output cut: capture_limit, incomplete_utf8)"},
 	} {

@@ -88,6 +88,9 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 // reconciled says what a reconcile's receipt r records having done, for
 // a person who will not read the receipt itself.
 func reconciled(r *state.Receipt) string {
+	if r.Custody == state.CustodyUnverified {
+		return "could not prove what is left of it procmon's, and signalled none of it"
+	}
 	var sent []string
 	for _, s := range r.Signals {
 		sent = append(sent, fmt.Sprintf("%s to %d", s.Signal, s.Targets))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"procmon/internal/state"
 )
 
 // startTree starts a shell that starts a shell that starts sleep, and
@@ -89,5 +91,24 @@ func TestFreezeSaysWhenItIsBounded(t *testing.T) {
 	f = freeze(top, freezeRounds, time.Now().Add(-time.Second))
 	if !f.bounded || len(f.stopped) > 0 || !slices.Equal(f.running, tree[:1]) {
 		t.Fatalf("freeze of %v past its deadline = %+v: want nothing stopped, its top running, and bounded", tree, f)
+	}
+}
+
+// TestReconciledSaysWhatWasDone: the words a reconcile that could not
+// store its receipt gives a person, who does not read details.receipt.
+func TestReconciledSaysWhatWasDone(t *testing.T) {
+	for _, c := range []struct {
+		r    state.Receipt
+		want string
+	}{
+		{state.Receipt{Custody: state.CustodyReconciled, GroupEmptyVerified: true,
+			Signals: []state.SignalEvent{{Signal: "SIGSTOP", Targets: 2}, {Signal: "SIGKILL", Targets: 2}}}, "sent SIGSTOP to 2, then SIGKILL to 2; nothing is left"},
+		{state.Receipt{Custody: state.CustodyReconciled, GroupEmptyVerified: true}, "found nothing left to signal; nothing is left"},
+		{state.Receipt{Custody: state.CustodyReconciled, Signals: []state.SignalEvent{{Signal: "SIGKILL", Targets: 1}}}, "sent SIGKILL to 1; what is left was not verified gone"},
+		{state.Receipt{Custody: state.CustodyUnverified}, "could not prove what is left of it procmon's, and signalled none of it"},
+	} {
+		if got := reconciled(&c.r); got != c.want {
+			t.Errorf("reconciled(%+v) = %q, want %q", c.r, got, c.want)
+		}
 	}
 }

@@ -60,10 +60,10 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
 }
 
-// Wrapf returns an *Error that says more of err, a %w verb in format
-// recording it: err's code and details (a lock to find, a path to
-// inspect) are kept, so that an answer built on err loses none of what
-// err said.
+// Wrapf returns an *Error that says more of err, which must not be nil,
+// a %w verb in format recording it: err's code and details (a lock to
+// find, a path to inspect) are kept, so that an answer built on err
+// loses none of what err said.
 func Wrapf(err error, format string, args ...any) *Error {
 	inner := AsError(err)
 	e := Errorf(inner.Code, format, args...)
