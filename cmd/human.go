@@ -306,7 +306,11 @@ func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
 	row := func(k, format string, a ...any) { fmt.Fprintf(b, "  %-9s "+format+"\n", append([]any{k}, a...)...) }
 	row("argv", "%s", shellQuote(v.Argv))
 	row("cwd", "%s", quoteArg(v.Cwd))
-	row("pid", "%d (group %d)", v.PID, v.PGID)
+	if v.Receipt == nil && v.guardianPID > 0 {
+		row("pid", "%d (group %d), guardian %d", v.PID, v.PGID, v.guardianPID)
+	} else {
+		row("pid", "%d (group %d)", v.PID, v.PGID)
+	}
 	row("run", "%s, command %d", v.RunID, v.CommandOrdinal)
 	row("output", "%s captured", byteCount(v.CapturedBytes))
 	if v.WorkDeadlineMs != nil && v.Receipt == nil {

@@ -33,6 +33,10 @@ type monitorView struct {
 	ExitCode             *int           `json:"exit_code,omitempty"`
 	Signal               *string        `json:"signal,omitempty"`
 	Receipt              *state.Receipt `json:"receipt,omitempty"`
+	// guardianPID is for a person's view, debugging by hand (strace,
+	// gdb, kill -STOP); the JSON leaves it out, as a pid alone names no
+	// process for certain (record.json has it with its start time).
+	guardianPID int
 }
 
 func viewOf(o *proc.Observation) monitorView {
@@ -57,6 +61,7 @@ func viewOf(o *proc.Observation) monitorView {
 		LogError:             m.LogError,
 		LogBytesLost:         m.LogBytesLost,
 		StateError:           o.StateError,
+		guardianPID:          m.GuardianPID,
 	}
 	if r := m.Receipt; r != nil {
 		v.Reason, v.ExitCode, v.Signal, v.Receipt = r.Reason, r.ExitCode, r.Signal, r
