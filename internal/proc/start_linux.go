@@ -99,7 +99,7 @@ func (c *Command) check() error {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd" holds a NUL byte`).With("field", "cwd")
 	}
 	for k, v := range c.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+		if !state.VarName(k) || strings.IndexByte(v, 0) >= 0 {
 			return protocol.Errorf(protocol.CodeInvalidRequest, `field "env": %q=... is not a variable a program can be given (an empty name, or "=" or a NUL byte in it)`, k).With("field", "env")
 		}
 	}

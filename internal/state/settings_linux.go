@@ -115,12 +115,18 @@ func (s Settings) Validate() error {
 // (DB-PASS, from a container's environment), so it is taken.
 func CheckSecretEnv(names []string) error {
 	for i, n := range names {
-		if n == "" || strings.ContainsAny(n, "=\x00") {
+		if !VarName(n) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "secret_env[%d] %q is not a variable name a program can be given (an empty name, or \"=\" or a NUL byte in it)", i, n).
 				With("field", fmt.Sprintf("secret_env[%d]", i))
 		}
 	}
 	return nil
+}
+
+// VarName reports whether n is a name a program can be given for an
+// environment variable: not empty, no "=" or NUL byte in it.
+func VarName(n string) bool {
+	return n != "" && !strings.ContainsAny(n, "=\x00")
 }
 
 // cleanRelative reports whether p is a relative path in its clean form
