@@ -170,9 +170,6 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	if name != "" {
-		warnings = append(warnings, nameTakenWarnings(dir, m)...)
-	}
 	// os/signal hands a signal to its channels from another goroutine: one
 	// received before the handoff may not be in interrupts yet. Stop
 	// returns only once every signal received so far has been delivered;
@@ -189,6 +186,9 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 	case <-interrupts:
 		return nil, drainInterrupted(env, g, dir, m)
 	default:
+	}
+	if name != "" {
+		warnings = append(warnings, nameTakenWarnings(dir, m)...)
 	}
 	return &startResponse{
 		MonitorID:            m.MonitorID,
@@ -208,8 +208,10 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 
 // nameTakenWarnings warns when another live monitor of m's run carries
 // m's name: names are labels, not keys, so the start stands, but a name
-// that two live monitors carry is refused until all but one have ended. (Two starts
-// at once may both miss the other.)
+// that two live monitors carry is refused until all but one have ended.
+// (Two starts at once may both miss the other.) It reads every record,
+// so it runs once the start is decided, after the check for an
+// interrupt that the handoff's answer waits on.
 func nameTakenWarnings(dir *state.Dir, m *state.Monitor) []string {
 	live, _ := namedMonitors(dir, m.RunID, m.Name)
 	var others []string

@@ -115,11 +115,11 @@ func readLogWindow(f *os.File, offset *int64, maxBytes int64, final bool) (*LogW
 
 // LineStartBefore returns where the n-th line before byte offset before
 // of a monitor's log begins: just after the n-th line feed back from
-// before, or 0 when fewer come before it (before itself for n 0). A line feed is the same byte
-// in the stream and in its text (no character's encoding holds one, and
-// a byte shown as U+FFFD is never one), so the stream is read as is, a
-// chunk at a time: no text is made of it, and no more is held than a
-// chunk, however long the lines.
+// before, or 0 when fewer come before it (before itself for n 0). A line
+// feed is the same byte in the stream and in its text (no character's
+// encoding holds one, and a byte shown as U+FFFD is never one), so the
+// stream is read as is, a chunk at a time: no text is made of it, and no
+// more is held than a chunk, however long the lines.
 func (d *Dir) LineStartBefore(m *Monitor, before int64, n int) (int64, error) {
 	f, err := d.OpenLog(m)
 	if err != nil {
