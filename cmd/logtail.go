@@ -161,7 +161,7 @@ func sinceOffset(env *Env, dir *state.Dir, o *proc.Observation, since string, fi
 	// may carry an mtime before it. So with time marks, nothing is newer
 	// than t only from mtimeLag after the last write on; before that the
 	// marks decide, to the second as everywhere else (more, never less).
-	off, marked, err := dir.LogOffsetAt(m.MonitorID, t.UnixMilli())
+	off, marked, err := dir.LogOffsetAt(m.MonitorID, t.UnixMilli(), fi.Size())
 	if err != nil {
 		return 0, err
 	}

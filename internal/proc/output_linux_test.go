@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,7 +149,7 @@ func TestOutputMarksTimes(t *testing.T) {
 	if len(lines) != 2 || !strings.HasSuffix(lines[0], " 0") || !strings.HasSuffix(lines[1], " 18") {
 		t.Fatalf("marks %q: want offsets 0 and 18", lines)
 	}
-	if off, ok, err := dir.LogOffsetAt(id, between.Add(time.Second).UnixMilli()); !ok || err != nil || off != 18 {
+	if off, ok, err := dir.LogOffsetAt(id, between.Add(time.Second).UnixMilli(), math.MaxInt64); !ok || err != nil || off != 18 {
 		t.Errorf("since just after the second write: %d (%v, %v), want 18", off, ok, err)
 	}
 }

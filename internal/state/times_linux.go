@@ -59,7 +59,12 @@ func AppendTimeMark(b []byte, ms, offset int64) []byte {
 // is false when the monitor has no marks (an older procmon made it, or
 // they could not be written); a line that is not a whole mark (a write
 // cut short) ends them.
-func (d *Dir) LogOffsetAt(id string, ms int64) (offset int64, ok bool, err error) {
+//
+// size is the log's: the guardian marks an offset before it writes
+// there, so no mark of its lies past the log's end. One that does was
+// written by someone else, and ends the marks too: taken, it placed the
+// output since ms past all of it, and --since showed nothing.
+func (d *Dir) LogOffsetAt(id string, ms, size int64) (offset int64, ok bool, err error) {
 	if err := ValidMonitorID(id); err != nil {
 		return 0, false, err
 	}
@@ -76,7 +81,7 @@ func (d *Dir) LogOffsetAt(id string, ms int64) (offset int64, ok bool, err error
 		at, off, found := bytes.Cut(sc.Bytes(), []byte{' '})
 		markMs, err1 := strconv.ParseInt(string(at), 10, 64)
 		markOff, err2 := strconv.ParseInt(string(off), 10, 64)
-		if !found || err1 != nil || err2 != nil || markOff < offset {
+		if !found || err1 != nil || err2 != nil || markOff < offset || markOff > size {
 			break
 		}
 		if markMs > ms-1000 {

@@ -22,7 +22,7 @@ func TestLogOffsetAt(t *testing.T) {
 	if err := d.mkdirPrivate(filepath.Join(monitorsDir, id)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := d.LogOffsetAt(id, 5000); ok || err != nil {
+	if _, ok, err := d.LogOffsetAt(id, 5000, 100); ok || err != nil {
 		t.Fatalf("no marks: ok %v, %v; want not ok", ok, err)
 	}
 	w, err := d.CreateTimes(id)
@@ -46,9 +46,22 @@ func TestLogOffsetAt(t *testing.T) {
 		{12_500, 90}, // only the last mark's bytes can be this late
 		{99_000, 90}, // all older: the last whole mark
 	} {
-		got, ok, err := d.LogOffsetAt(id, c.ms)
+		got, ok, err := d.LogOffsetAt(id, c.ms, 100)
 		if !ok || err != nil || got != c.want {
 			t.Errorf("since %d: %d (ok %v, %v), want %d", c.ms, got, ok, err, c.want)
+		}
+	}
+	// A mark past the log's end is none of the guardian's (it marks an
+	// offset before writing there): it ends the marks, as a broken line
+	// does, rather than place the output past the end.
+	for _, c := range []struct{ ms, size, want int64 }{
+		{12_500, 90, 90}, // the last mark is at the end: output to come
+		{12_500, 89, 40}, // the last mark is past the end
+		{99_000, 39, 0},  // so are the two after the first
+	} {
+		got, ok, err := d.LogOffsetAt(id, c.ms, c.size)
+		if !ok || err != nil || got != c.want {
+			t.Errorf("since %d, log of %d bytes: %d (ok %v, %v), want %d", c.ms, c.size, got, ok, err, c.want)
 		}
 	}
 	if _, err := d.CreateTimes(id); err == nil {
@@ -63,7 +76,7 @@ func TestLogOffsetAt(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(d.MonitorDir(other), TimesName)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.LogOffsetAt(other, 1); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
+	if _, _, err := d.LogOffsetAt(other, 1, 100); !protocol.HasCode(err, protocol.CodeStateUnsafe) {
 		t.Errorf("planted link: %v, want state_unsafe", err)
 	}
 
@@ -77,7 +90,7 @@ func TestLogOffsetAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, _, err := d.LogOffsetAt(fifo, 1); done <- err }()
+	go func() { _, _, err := d.LogOffsetAt(fifo, 1, 100); done <- err }()
 	select {
 	case err := <-done:
 		if !protocol.HasCode(err, protocol.CodeStateUnsafe) {
