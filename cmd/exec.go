@@ -243,8 +243,8 @@ func checkExecRequest(req *execRequest) error {
 	if len(req.Argv) == 0 {
 		return errNoArgv()
 	}
-	if req.TimeoutSeconds != nil && *req.TimeoutSeconds > maxWaitSeconds {
-		return protocol.Errorf(protocol.CodeInvalidRequest, `field "timeout_seconds" must be at most %d`, int64(maxWaitSeconds)).With("field", "timeout_seconds")
+	if err := protocol.SecondsOrNull("timeout_seconds", req.TimeoutSeconds); err != nil {
+		return err
 	}
 	if req.MaxBytes != nil && *req.MaxBytes < 4 {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "max_bytes" must be at least 4, room for one UTF-8 character`).With("field", "max_bytes")

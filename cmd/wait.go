@@ -37,9 +37,6 @@ type waitResponse struct {
 // "failed" from "could not ask".
 const exitNotSatisfied = 6
 
-// maxWaitSeconds keeps a timeout within what a time.Duration can hold.
-const maxWaitSeconds = 1 << 32
-
 func newWaitCmd(env *Env, g *globals) *cobra.Command {
 	var output, file, digest, name string
 	var exit, check bool
@@ -205,9 +202,6 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 	}
 	var timeout time.Duration
 	if timeoutSeconds != nil {
-		if *timeoutSeconds > maxWaitSeconds {
-			return nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "timeout_seconds" must be at most %d; leave it out to wait without a timeout`, int64(maxWaitSeconds)).With("field", "timeout_seconds")
-		}
 		timeout = time.Duration(*timeoutSeconds) * time.Second
 	}
 	dir, o, err := observeFor(env, id, state.WaitTool)
