@@ -904,13 +904,17 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 		err = <-exited
 	}
 	var answer struct {
-		Error *protocol.ErrorBody `json:"error"`
+		Error *struct {
+			Code    protocol.Code              `json:"code"`
+			Message string                     `json:"message"`
+			Details map[string]json.RawMessage `json:"details"`
+		} `json:"error"`
 	}
 	if jerr := json.Unmarshal(out.Bytes(), &answer); jerr != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "procmon exec answered no JSON (%v): %s", err, bytes.TrimSpace(out.Bytes()))
 	}
 	if answer.Error != nil {
-		pe := &protocol.Error{Code: answer.Error.Code, Message: answer.Error.Message, Details: answer.Error.Details}
+		pe := &protocol.Error{Code: answer.Error.Code, Message: answer.Error.Message, Details: rawDetails(answer.Error.Details)}
 		// The procmon exec that answered advised a person at a command
 		// line: the session advises in its own terms (toolError).
 		if a := advice(pe); a != "" {
@@ -923,4 +927,24 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 		return nil, pe
 	}
 	return json.RawMessage(bytes.TrimSpace(out.Bytes())), nil
+}
+
+// rawDetails keeps an error's details as procmon exec wrote them: a
+// string as a string, which advice reads, and anything else as its JSON,
+// so that the result a wait_interrupted carries keeps its fixed key
+// order (decoded into maps, it was written again sorted).
+func rawDetails(in map[string]json.RawMessage) map[string]any {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			out[k] = s
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -557,6 +557,13 @@ func TestAgentMCPServerStopped(t *testing.T) {
 					r.Get("status").String() != "cancelled" || !r.Get("group_empty_verified").Bool() {
 					t.Errorf("execute_command answered %s, want wait_interrupted with its drained command's result", text)
 				}
+				// The result's keys come in the CLI's fixed order, not
+				// sorted as a map would write them.
+				var keys []string
+				r.ForEach(func(k, _ gjson.Result) bool { keys = append(keys, k.String()); return len(keys) < 3 })
+				if strings.Join(keys, ",") != "run_id,command_ordinal,argv" {
+					t.Errorf("execute_command's result begins with keys %v, want run_id, command_ordinal, argv", keys)
+				}
 			}
 		case <-time.After(patience):
 			t.Fatal("a call in progress did not end with its server")
