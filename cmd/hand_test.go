@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"procmon/internal/protocol"
+	"procmon/internal/redact"
 	"procmon/internal/schema"
 	"procmon/internal/state"
 )
@@ -136,32 +137,7 @@ func TestStartRefusesNames(t *testing.T) {
 // name to what start takes (for names whose bytes and characters count
 // alike: the schema counts characters).
 func TestNameSchemaAgreesWithStart(t *testing.T) {
-	sets, err := schemaSets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var request schema.Schema
-	for _, set := range sets {
-		if set.Command == "start" {
-			request = set.Request
-		}
-	}
-	data, err := json.Marshal(request)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("start.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := c.Compile("start.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	compiled := requestSchema(t, "start")
 	names := []string{}
 	for r := rune(0); r <= 0xffff; r++ {
 		if unicode.Is(unicode.Cf, r) {
@@ -183,6 +159,57 @@ func TestNameSchemaAgreesWithStart(t *testing.T) {
 			t.Errorf("name %q: start takes it %v, the schema %v", name, byStart, bySchema)
 		}
 	}
+}
+
+// TestSecretsSchemaTakesWhatStartTakes: procmon counts a secret's
+// bytes, a schema can count only its characters; a client that checks a
+// request against the schema first must not be refused a secret that
+// procmon takes ("éééé" and "😀😀" are 8 bytes).
+func TestSecretsSchemaTakesWhatStartTakes(t *testing.T) {
+	compiled := requestSchema(t, "start")
+	for _, secret := range []string{"abcdefgh", "\u00e9\u00e9\u00e9\u00e9", "\U0001F600\U0001F600", "\u6587\u6587\u6587", "a\u00e9\u00e9\u00e9b"} {
+		byStart := len(secret) >= redact.MinSecretLen // as start counts
+		req, _ := json.Marshal(map[string]any{"argv": []string{"true"}, "secrets": []string{secret}})
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := compiled.Validate(v); byStart && err != nil {
+			t.Errorf("secret of %d bytes: start takes it, the schema refuses it: %v", len(secret), err)
+		}
+	}
+}
+
+// requestSchema compiles the request schema of a command.
+func requestSchema(t *testing.T, command string) *jsonschema.Schema {
+	t.Helper()
+	sets, err := schemaSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var request schema.Schema
+	for _, set := range sets {
+		if set.Command == command {
+			request = set.Request
+		}
+	}
+	data, err := json.Marshal(request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(command+".json", doc); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := c.Compile(command + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compiled
 }
 
 // TestViewsEscapeNames: a record may hold a name start no longer takes;

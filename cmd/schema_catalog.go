@@ -292,8 +292,10 @@ var schemaCatalog = &schema.Catalog{
 		"output_sha256":   {"type": "string", "pattern": "^[0-9a-f]{64}$"},
 		"details":         {"type": "object"},
 		"timeout_seconds": {"type": []string{"integer", "null"}, "minimum": 1, "maximum": protocol.MaxSeconds},
-		// A secret of 8 characters has 8 bytes or more; procmon counts bytes.
-		"secrets":                  {"type": "array", "items": schema.Schema{"type": "string", "minLength": 8}},
+		// procmon counts a secret's bytes, a schema its characters: 8 bytes
+		// may be two characters of four ("éééé" is 8 bytes), and a schema
+		// that asked for 8 characters refused a secret procmon takes.
+		"secrets":                  {"type": "array", "items": schema.Schema{"type": "string", "minLength": 2}},
 		"secret_env":               {"type": "array", "items": schema.Schema{"type": "string", "pattern": `^[^=\x00]+$`}},
 		"grace_seconds":            {"type": []string{"integer", "null"}, "minimum": 0, "maximum": 3600},
 		"max_bytes":                {"type": []string{"integer", "null"}, "minimum": 4},
