@@ -890,6 +890,8 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 	if err := c.Start(); err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "run procmon exec: %w", err)
 	}
+	// Not reaped before the Wait below: its start time can be read.
+	ticks, _ := proc.StartTicks(c.Process.Pid)
 	exited := make(chan error, 1)
 	go func() { exited <- c.Wait() }()
 	// Not the command line: a secret in it is redacted from the answer,
@@ -911,7 +913,7 @@ func (s *mcpSession) executeCommand(ctx context.Context, call *mcp.CallToolReque
 		} `json:"error"`
 	}
 	if jerr := json.Unmarshal(out.Bytes(), &answer); jerr != nil {
-		return nil, protocol.Errorf(protocol.CodeInternal, "procmon exec answered no JSON (%v): %s", err, bytes.TrimSpace(out.Bytes()))
+		return nil, protocol.Errorf(protocol.CodeInternal, "procmon exec answered no JSON (%v)%s: %s", err, sweepExec(dir, c.Process.Pid, ticks), bytes.TrimSpace(out.Bytes()))
 	}
 	if answer.Error != nil {
 		pe := &protocol.Error{Code: answer.Error.Code, Message: answer.Error.Message, Details: rawDetails(answer.Error.Details)}
@@ -947,4 +949,21 @@ func rawDetails(in map[string]json.RawMessage) map[string]any {
 		}
 	}
 	return out
+}
+
+// sweepExec stops what the command of a procmon exec that died
+// unanswered (killed, say) left, as the next list would, and says what
+// became of it. Its command died with it, but not what the command
+// started: that ran on until the session's end.
+func sweepExec(dir *state.Dir, pid int, ticks uint64) string {
+	if ticks == 0 {
+		return ""
+	}
+	switch found, left := proc.SweepTracesOf(dir, pid, ticks); {
+	case found == 0:
+		return ""
+	case left == 0:
+		return "; what its command started was stopped"
+	}
+	return "; what its command started may still run, and is stopped by the session's end or a procmon list"
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -649,6 +650,75 @@ func TestAgentMCPExecAdvice(t *testing.T) {
 	runProcmon(t, procmon, "run", "end", "--run", run)
 	if m := message(map[string]any{"argv": []string{"printer"}}); !strings.Contains(m, "a person restarts the server without --run and $PROCMON_RUN, or with another run") || strings.Contains(m, "--run ID") {
 		t.Errorf("an ended run: %q, want a restart with another run advised, not --run ID", m)
+	}
+	session.Close()
+	server.Wait()
+	assertNothingLeft(t, stateDir)
+}
+
+// TestAgentMCPExecKilled kills the procmon exec that runs an
+// execute_command while a descendant of the command has left its session
+// (setsid): the command dies with its custodian, the escapee does not.
+// The server, which saw its exec die unanswered, stops what the exec's
+// trace names at once and says so; the escapee used to run on until the
+// session's end, with nothing said.
+func TestAgentMCPExecKilled(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	work := t.TempDir()
+	procmon := procmonIn(t, stateDir, work)
+	runProcmon(t, procmon, "configure", "--enable")
+	session, server := mcpClient(t, procmon, nil)
+	defer session.Close()
+	answered := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_command",
+			Arguments: map[string]any{"argv": []string{"forker", "pids.txt"}}})
+		answered <- res
+	}()
+	var forker, escapee int
+	var ticks uint64
+	d := &state.Dir{Path: stateDir}
+	traced := func() bool {
+		b, _ := os.ReadFile(filepath.Join(work, "pids.txt"))
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			return false
+		}
+		forker, _ = strconv.Atoi(f[0])
+		escapee, _ = strconv.Atoi(f[2])
+		ticks, _ = proc.StartTicks(escapee)
+		ids, _ := d.MonitorIDs()
+		return slices.ContainsFunc(ids, func(id string) bool {
+			e, err := d.LoadTraceEscapes(id)
+			return err == nil && slices.ContainsFunc(e.EscapedSessions, func(s state.EscapedSession) bool { return s.SID == escapee })
+		})
+	}
+	for deadline := time.Now().Add(patience); !traced(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace of the exec names the escapee's session in %v", patience)
+		}
+	}
+	st, ok := statOf(forker)
+	if !ok {
+		t.Fatalf("forker %d is gone", forker)
+	}
+	syscall.Kill(st.ppid, syscall.SIGKILL) // the command's procmon exec
+	var res *mcp.CallToolResult
+	select {
+	case res = <-answered:
+	case <-time.After(patience):
+		t.Fatal("execute_command was not answered once its procmon exec was killed")
+	}
+	if res == nil || !res.IsError {
+		t.Fatalf("execute_command answered %+v, want a tool error", res)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, "what its command started was stopped") {
+		t.Errorf("execute_command answered %s, want it to say what its command started was stopped", text)
+	}
+	// Nothing but the server has looked at the state directory.
+	if proc.Matches(escapee, ticks) {
+		t.Fatalf("the escapee %d of a killed exec runs on in its session", escapee)
 	}
 	session.Close()
 	server.Wait()

@@ -306,6 +306,27 @@ func provable(m *state.Monitor) bool {
 	return err != nil || s.startTicks == m.ChildStartTicks
 }
 
+// SweepTracesOf sweeps the traces that procmon exec process pid, started
+// at ticks and now gone, left (see traceExec): what their commands left
+// is stopped, as the next list would stop it. It returns how many traces
+// it found and how many of them are left, their processes perhaps too.
+// The caller that saw the exec die unanswered calls it, so that what
+// the exec's command started does not run on until someone lists.
+func SweepTracesOf(dir *state.Dir, pid int, ticks uint64) (found, left int) {
+	ids, _ := dir.MonitorIDs()
+	for _, id := range ids {
+		mk, err := dir.LoadMaker(id)
+		if err != nil || mk.Session == 0 || mk.GuardianPID != pid || mk.GuardianStartTicks != ticks {
+			continue
+		}
+		found++
+		if !SweepAbandoned(dir, id) {
+			left++
+		}
+	}
+	return found, left
+}
+
 // SweepAbandoned settles the directory of monitor id when it holds no
 // record and provably never will: the guardian it names (see state.Maker)
 // is gone, or it was made before the machine last booted. What is left of
