@@ -284,6 +284,13 @@ func (d *Dir) OpenLog(m *Monitor) (*os.File, error) {
 		return nil, err
 	}
 	f, err := openFile(d.Path, d.MonitorDir(m.MonitorID), LogName, unix.O_RDONLY, 0, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The log is made before the monitor's first record: a monitor
+		// without one lost it. A wait that took it for a log not made
+		// yet answered timeout beside the text its record counted.
+		path := filepath.Join(d.MonitorDir(m.MonitorID), LogName)
+		return nil, protocol.Errorf(protocol.CodeStateCorrupt, "output log %s is missing: it was removed since the monitor started, and what it held is not known; inspect the directory by hand", path).With("path", path)
+	}
 	if err != nil {
 		return nil, err
 	}

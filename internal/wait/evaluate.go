@@ -55,9 +55,9 @@ type Target struct {
 	// written there, so a watch on it wakes the wait on every change.
 	Dir string
 	// OpenLog opens the redacted output stream, which only grows, for
-	// reading; an error that is fs.ErrNotExist means it is not made yet.
+	// reading. It is made before the monitor is: any error is the wait's.
 	// (The caller checks what it opens: a link or a FIFO planted in its
-	// place is refused, never followed or waited on.)
+	// place, or no log at all, is refused, never followed or waited on.)
 	OpenLog func() (*os.File, error)
 	// RootPath is the component root as the record names it: the
 	// directory the service was started in. No file is ever reached
@@ -481,10 +481,6 @@ func (e *evaluation) step(timeUp bool) (string, error) {
 func (e *evaluation) lookAtOutput(ended bool) (bool, error) {
 	if e.log == nil {
 		f, err := e.target.OpenLog()
-		if errors.Is(err, os.ErrNotExist) {
-			// Not created yet; its creation wakes the watch.
-			return false, nil
-		}
 		if err != nil {
 			return false, fmt.Errorf("open output log: %w", err)
 		}
