@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"procmon/internal/proc"
+	"procmon/internal/protocol"
 	"procmon/internal/state"
 	"procmon/internal/wait"
 )
@@ -176,7 +177,8 @@ func awaitEvent(ts *testscript.TestScript, dir string, what func() string, check
 	}
 }
 
-// await ID STATUS waits until a monitor shows the status.
+// await ID STATUS waits until a monitor shows the status; a record not
+// there or damaged (by the script) is waited for too.
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: await MONITOR_ID STATUS")
@@ -186,6 +188,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	what := func() string { return "await " + args[1] + " (last seen " + strconv.Quote(last) + ")" }
 	awaitEvent(ts, dir.MonitorDir(args[0]), what, func() bool {
 		o, err := proc.Observe(dir, args[0])
+		if protocol.HasCode(err, protocol.CodeUnknownMonitor) || protocol.HasCode(err, protocol.CodeStateCorrupt) {
+			// One removed or damaged by the script, which the guardian
+			// writes again.
+			last = err.Error()
+			return false
+		}
 		if err != nil {
 			ts.Fatalf("await: %v", err)
 		}

@@ -558,6 +558,11 @@ func redactError(err error, redact func(string) string) error {
 // errRevoked means the stored record no longer belongs to this guardian.
 var errRevoked = errors.New("the record no longer names this guardian")
 
+// errUnreadable means the stored record cannot be read as one (replaced
+// by something else, damaged, or removed): it names no owner, and no
+// reader can find the guardian through it to cancel its service.
+var errUnreadable = errors.New("the record cannot be read, so it names no owner")
+
 // save writes the guardian's record under the monitor's lock, unless the
 // stored record has been taken over (another guardian named, or a receipt
 // written by reconcile): then it is left as it is.
@@ -570,7 +575,9 @@ func (g *guardian) save(durable bool) error {
 	}
 	return g.dir.WithMonitorLock(g.spec.MonitorID, func() error {
 		if g.rec.HeartbeatSeq > 0 || g.rec.Phase != state.PhaseRunning {
-			if err := g.stillOurs(); err != nil {
+			// A receipt takes the place of a record that cannot be read:
+			// how custody ended is then told again.
+			if err := g.stillOurs(); err != nil && (g.rec.Receipt == nil || !errors.Is(err, errUnreadable)) {
 				return err
 			}
 		}
@@ -580,12 +587,22 @@ func (g *guardian) save(durable bool) error {
 }
 
 // stillOurs returns errRevoked when the stored record has been taken over
-// (settled, or naming another guardian); the caller holds the monitor's
-// lock.
+// (settled, or naming another guardian), and errUnreadable when it cannot
+// be read as a record at all; the caller holds the monitor's lock. A
+// record that cannot be read for want of a resource (descriptors) may
+// well name this guardian: that counts as ours. An unreadable one used
+// to count as ours too: a directory planted in its place kept the service
+// running past every window, while cancel and reconcile refused it.
 func (g *guardian) stillOurs() error {
 	stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
-	if err == nil && (stored.Receipt != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks) {
-		return errRevoked
+	switch {
+	case err == nil:
+		if stored.Receipt != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks {
+			return errRevoked
+		}
+	case protocol.HasCode(err, protocol.CodeStateUnsafe), protocol.HasCode(err, protocol.CodeStateCorrupt),
+		protocol.HasCode(err, protocol.CodeUnknownMonitor):
+		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
 	return nil
 }
@@ -804,7 +821,7 @@ func (g *guardian) renew() (drainCause, bool) {
 	// record that survives (whole, old or new) is from another boot.
 	renewed, err := g.saveRenewal(until, g.escaped.Load())
 	switch {
-	case errors.Is(err, errRevoked):
+	case errors.Is(err, errRevoked), errors.Is(err, errUnreadable):
 		return revoked, false
 	case errors.Is(err, errLapsed), state.MonoNowMs() > until:
 		// The lock could not be had, and the window passed meanwhile.
