@@ -2,8 +2,10 @@ package proc
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +37,12 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		Status:  state.StatusCancelled,
 		Signals: []state.SignalEvent{},
 	}
-	if provable(m) {
+	// A process alive at the guardian's pid and start time is that
+	// process for certain, but the numbers are the record's: one that
+	// does not run as this monitor's guardian was named by a record
+	// written by hand, and neither it nor its session is ours to signal.
+	impostor := m.BootID == state.BootID() && Matches(m.GuardianPID, m.GuardianStartTicks) && !runsGuardianOf(m.GuardianPID, m.MonitorID)
+	if !impostor && provable(m) {
 		// A guardian that is alive but stopped renewing has lost custody;
 		// stopLost stops it with the rest.
 		r.Reason, r.Custody = "reconciled", state.CustodyReconciled
@@ -59,7 +66,7 @@ func Reconcile(dir *state.Dir, id string) (*state.Monitor, error) {
 		// A guardian alive past its window is still ours (pid and start
 		// time, in this boot: across a reboot the numbers name nobody),
 		// whatever its group has become.
-		if m.BootID == state.BootID() && Matches(m.GuardianPID, m.GuardianStartTicks) {
+		if !impostor && m.BootID == state.BootID() && Matches(m.GuardianPID, m.GuardianStartTicks) {
 			signalExact(procStat{pid: m.GuardianPID, startTicks: m.GuardianStartTicks}, unix.SIGKILL)
 			waitGone([]Member{{m.GuardianPID, m.GuardianStartTicks}}, time.Now().Add(killBoundMs*time.Millisecond))
 		}
@@ -304,6 +311,21 @@ func provable(m *state.Monitor) bool {
 	}
 	s, err := readStat(m.PID)
 	return err != nil || s.startTicks == m.ChildStartTicks
+}
+
+// runsGuardianOf reports whether process pid runs as the guardian of
+// monitor id: the command line procmon gives it ("procmon __guardian
+// STATE_DIR ID"). One that has ended since it was found alive, or is a
+// zombie, has none left to show: it is taken for what its record says,
+// as one gone would be.
+func runsGuardianOf(pid int, id string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		s, err := readStat(pid)
+		return err != nil || s.state == 'Z'
+	}
+	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	return len(args) == 4 && args[1] == GuardianArg && args[3] == id
 }
 
 // SweepTracesOf sweeps the traces that procmon exec process pid, started
