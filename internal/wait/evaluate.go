@@ -289,6 +289,13 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		if opt.looked != nil {
 			opt.looked()
 		}
+		if e.more {
+			// The log holds more than one look reads: read on at once.
+			if err := ctx.Err(); err != nil {
+				return Evidence{}, err
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return Evidence{}, ctx.Err()
@@ -330,6 +337,8 @@ type evaluation struct {
 
 	log     *os.File
 	matcher *OutputMatcher
+	// more says the last look left part of the log unread (lookBudget).
+	more bool
 
 	// rootFD is the held component root, or -1: rootDir names it for
 	// inotify (through /proc/self/fd), and rootErr says why there is
@@ -470,14 +479,21 @@ func (e *evaluation) step(timeUp bool) (string, error) {
 	switch {
 	case held:
 		return OutcomeSatisfied, nil
-	case cust.Terminal:
+	case cust.Terminal && !e.more:
 		return OutcomeProcessEnded, nil
 	}
 	return "", nil
 }
 
+// lookBudget bounds what one look reads of the log: the wait's loop sees
+// its timeout and an interrupt between looks, and reads on at once while
+// the log holds more. Read whole in one look, 6 GB of log held a wait
+// with a timeout of 1 s for 8 s, and an interrupt for 5.
+const lookBudget = 64 << 20
+
 // lookAtOutput feeds the matcher whatever the log gained since the last
-// look; ended says the log will not grow.
+// look, up to lookBudget (e.more says there is more); ended says the log
+// will not grow.
 func (e *evaluation) lookAtOutput(ended bool) (bool, error) {
 	if e.log == nil {
 		f, err := e.target.OpenLog()
@@ -486,7 +502,13 @@ func (e *evaluation) lookAtOutput(ended bool) (bool, error) {
 		}
 		e.log = f
 	}
-	_, found, err := e.matcher.FeedFrom(e.log, ended)
+	var r io.ReaderAt = e.log
+	e.more = false
+	if fi, err := e.log.Stat(); err == nil && fi.Size()-e.matcher.Consumed() > lookBudget {
+		r = io.NewSectionReader(e.log, 0, e.matcher.Consumed()+lookBudget)
+		ended, e.more = false, true
+	}
+	_, found, err := e.matcher.FeedFrom(r, ended)
 	if err != nil {
 		return false, fmt.Errorf("read output log: %w", err)
 	}

@@ -187,6 +187,52 @@ func TestEvaluateOutputReadsEachByteOnce(t *testing.T) {
 	}
 }
 
+// bigLog makes the fake monitor's log size bytes of zeros (sparse), then
+// tail.
+func (m *fakeMonitor) bigLog(t *testing.T, size int64, tail string) {
+	t.Helper()
+	if err := os.Truncate(m.log, size); err != nil {
+		t.Fatal(err)
+	}
+	m.print(t, tail)
+}
+
+// TestEvaluateLongLogSeesItsTimeout: a log longer than one look reads
+// (lookBudget) is read on between looks, so the wait's timeout is seen
+// while it reads: it used to read the whole log first (6 GB held a wait
+// with a 1 s timeout for 8 s). The clock moves a second each time it is
+// read, so the timeout has passed at the loop's first look.
+func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
+	m := newFakeMonitor(t, running)
+	m.bigLog(t, 16*lookBudget, "")
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+	ev := evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock})
+	wantOutcome(t, ev, OutcomeTimeout)
+	if got := *ev.Observation.ScannedBytes; got > 2*lookBudget {
+		t.Fatalf("scanned %d bytes of %d before its timeout, want at most two looks' (%d)", got, 16*lookBudget, 2*lookBudget)
+	}
+}
+
+// TestEvaluateLongLogOfAnEndedMonitor: a monitor that has ended is not
+// process_ended while its log is still being read in parts: the text at
+// its end is found.
+func TestEvaluateLongLogOfAnEndedMonitor(t *testing.T) {
+	m := newFakeMonitor(t, exited3)
+	m.bigLog(t, 3*lookBudget, "ready\n")
+	ev := evaluate(t, context.Background(), outputCond("ready"), m.target(""), Options{})
+	wantOutcome(t, ev, OutcomeSatisfied)
+	if o := ev.Observation; *o.MatchOffset != 3*lookBudget {
+		t.Fatalf("match offset %d, want %d", *o.MatchOffset, 3*lookBudget)
+	}
+}
+
 func TestEvaluateOutputWinsOverEnd(t *testing.T) {
 	m := newFakeMonitor(t, exited3)
 	m.print(t, "ready\n")
