@@ -105,7 +105,9 @@ func advice(pe *protocol.Error) string {
 			return "inspect it by hand: procmon uses it again once it is a file or directory of yours that only you may write, and not a link"
 		}
 	case protocol.CodeStateCorrupt:
-		if detail("path") != "" {
+		// A message that says what to do by hand already (a run's
+		// budget: remove the run, not the file) is not told it twice.
+		if detail("path") != "" && !strings.Contains(pe.Message, " by hand") {
 			return "inspect or remove it by hand"
 		}
 	case protocol.CodeInvalidRequest:

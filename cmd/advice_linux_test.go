@@ -102,6 +102,12 @@ func TestAdvise(t *testing.T) {
 		// The state directory's own message says how to fix it already.
 		{protocol.Errorf(protocol.CodeStateUnsafe, "state directory /h/procmon is unsafe: mode 0777 lets group or others write it; run: chmod 700 /h/procmon").With("path", "/h/procmon"),
 			"state directory /h/procmon is unsafe: mode 0777 lets group or others write it; run: chmod 700 /h/procmon"},
+		// A damaged record is advised what to do by hand; a run's budget
+		// says so itself (the run, not the file), and is not told twice.
+		{protocol.Errorf(protocol.CodeStateCorrupt, "monitor record /s/r.json is damaged (x); it is not trusted").With("path", "/s/r.json"),
+			"monitor record /s/r.json is damaged (x); it is not trusted; inspect or remove it by hand"},
+		{protocol.Errorf(protocol.CodeStateCorrupt, "budget /s/b is empty, want 8192 bytes; it is not trusted. Inspect or remove the run by hand").With("path", "/s/b"),
+			"budget /s/b is empty, want 8192 bytes; it is not trusted. Inspect or remove the run by hand"},
 		{protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor m_x; see procmon listing"), "no monitor m_x; see procmon listing; list monitors with: procmon list --all-runs"},
 	} {
 		advise(c.err)

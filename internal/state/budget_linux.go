@@ -98,6 +98,9 @@ func readBudget(f *os.File) (budgetState, error) {
 		if err == nil {
 			return budgetState{}, corrupt("is longer than its two slots")
 		}
+		if err == io.EOF {
+			return budgetState{}, corrupt("is empty, want %d bytes", budgetSize)
+		}
 		return budgetState{}, corrupt("cannot be read: %v", err)
 	}
 	if n != budgetSize {

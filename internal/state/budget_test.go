@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"procmon/internal/protocol"
@@ -240,8 +241,14 @@ func TestBudgetDamagedIsNeverTrusted(t *testing.T) {
 			if n, err := d.TakeOrdinal(DefaultRun, nil, nil); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
 				t.Fatalf("take: %d, %v; want state_corrupt", n, err)
 			}
-			if _, err := d.BudgetUsed(DefaultRun); !protocol.HasCode(err, protocol.CodeStateCorrupt) {
+			_, err := d.BudgetUsed(DefaultRun)
+			if !protocol.HasCode(err, protocol.CodeStateCorrupt) {
 				t.Fatalf("used: %v; want state_corrupt", err)
+			}
+			// It says what is wrong in words: an empty budget said
+			// "cannot be read: EOF".
+			if strings.Contains(err.Error(), "EOF") {
+				t.Errorf("used: %v", err)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 				t.Fatal("a damaged budget was written to")
