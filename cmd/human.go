@@ -147,6 +147,9 @@ func render(env *Env, g *globals, v any) error {
 		if r.OutputTruncated {
 			fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim(truncationNote(r)))
 		}
+		if r.HeldBytes > 0 {
+			fmt.Fprintln(env.Stderr, colours(env, env.Stderr).dim("("+heldNote(r.HeldBytes)+")"))
+		}
 		return nil
 	case *receiptView:
 		viewReceipt(&b, p, *r)
@@ -590,6 +593,9 @@ func viewWait(b *strings.Builder, p palette, r *waitResponse) {
 	case o.LogError != "":
 		fmt.Fprintf(b, "  the log could not be written: %s\n", o.LogError)
 	}
+	if o.HeldBytes > 0 {
+		fmt.Fprintf(b, "  %s; the text may be among them\n", heldNote(o.HeldBytes))
+	}
 	fmt.Fprintf(b, "  status %s\n", p.status(statusText(o.Status, o.ExitCode, o.Signal, o.Reason)))
 	if o.Why != "" {
 		fmt.Fprintf(b, "  why: %s\n", o.Why)
@@ -742,6 +748,15 @@ func truncationNote(r *logsResponse) string {
 		notes = append(notes, "output cut: "+strings.Join(other, ", "))
 	}
 	return "(" + strings.Join(notes, "; ") + ")"
+}
+
+// heldNote says that the redactor holds back the last n bytes of the
+// output (a few: at most a credential's length), and why.
+func heldNote(n int64) string {
+	if n == 1 {
+		return "the last byte of the output is held back until the service writes more: it may begin a credential"
+	}
+	return fmt.Sprintf("the last %d bytes of the output are held back until the service writes more: they may begin a credential", n)
 }
 
 // followEndNote is the line logs --follow leaves when it stops because

@@ -40,6 +40,7 @@ type logsResponse struct {
 	Truncation      []string `json:"truncation"`
 	LogError        string   `json:"log_error,omitempty"`
 	LogBytesLost    int64    `json:"log_bytes_lost,omitempty"`
+	HeldBytes       int64    `json:"held_bytes,omitempty"`
 }
 
 // defaultLogBytes is the window when the request names none.
@@ -217,7 +218,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 		return nil, err
 	}
 	m := o.Monitor
-	o.LiveCounters(context.Background(), dir)
+	live := o.LiveCounters(context.Background(), dir)
 	w, err := dir.ReadLogWindow(m, req.Offset, maxBytes, o.OutputEnded())
 	if err != nil {
 		return nil, err
@@ -235,6 +236,7 @@ func runLogs(env *Env, req logsRequest) (*logsResponse, error) {
 		Truncation:    []string{},
 		LogError:      m.LogError,
 		LogBytesLost:  m.LogBytesLost,
+		HeldBytes:     live.Held,
 	}
 	if m.MaxOutputBytes != nil && m.CapturedBytes > *m.MaxOutputBytes {
 		resp.Truncation = append(resp.Truncation, state.TruncCaptureLimit)

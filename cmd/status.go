@@ -86,7 +86,7 @@ func runStatus(env *Env, id string) (*monitorView, error) {
 // (the record's are as fresh as its last heartbeat only). Both commands
 // make their views here, so they never disagree.
 func observedView(dir *state.Dir, o *proc.Observation) monitorView {
-	if e := o.LiveCounters(context.Background(), dir); e != "" {
+	if e := o.LiveCounters(context.Background(), dir).StateError; e != "" {
 		o.StateError = e
 	}
 	return viewOf(o)

@@ -451,6 +451,24 @@ func TestViewWaitSaysOutputWasLost(t *testing.T) {
 	}
 }
 
+// TestViewWaitSaysOutputIsHeld: a wait for output that did not succeed
+// while the redactor holds the last bytes back says so, since the text
+// may be among them (a URL's port may begin a password).
+func TestViewWaitSaysOutputIsHeld(t *testing.T) {
+	scanned := int64(30)
+	r := &waitResponse{MonitorID: "m_web", Condition: wait.Condition{Kind: wait.KindOutput, Text: "http://localhost:8000"},
+		Evidence: wait.Evidence{Outcome: wait.OutcomeTimeout, Observation: wait.Observation{
+			Status: state.StatusRunning, ElapsedMs: 1000, ScannedBytes: &scanned, HeldBytes: 4}}}
+	var b strings.Builder
+	viewWait(&b, palette{}, r)
+	if want := "  the last 4 bytes of the output are held back until the service writes more: they may begin a credential; the text may be among them\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("wait:\n%s\nwant a line:\n%s", b.String(), want)
+	}
+	if got, want := heldNote(1), "the last byte of the output is held back until the service writes more: it may begin a credential"; got != want {
+		t.Errorf("heldNote(1) = %q, want %q", got, want)
+	}
+}
+
 // TestTruncationNote: what a person is told, on stderr, of a logs answer
 // that is not the whole output. The window's note hid every other
 // reason, and a full disk's lost output among them.

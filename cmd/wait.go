@@ -238,9 +238,11 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 }
 
 // noteLostOutput adds to the evidence of a wait for output that did not
-// succeed what the log could not store, as status shows it: the text may
-// have been printed and lost (a full disk), which only the log's
-// counters can tell. A live guardian is asked for them for no longer
+// succeed what the log could not store, as status shows it, and what the
+// redactor holds back: the text may have been printed and lost (a full
+// disk), or printed and not yet stored (its last bytes may begin a
+// credential, as the port of "http://localhost:8000" may begin a
+// password), which only the guardian's counters can tell. A live guardian is asked for them for no longer
 // than lostOutputAsk, and not once ctx ends: the evidence is decided, and
 // a stopped guardian must not hold it back, nor an interrupt.
 func noteLostOutput(ctx context.Context, dir *state.Dir, id string, ob *wait.Observation) {
@@ -249,9 +251,9 @@ func noteLostOutput(ctx context.Context, dir *state.Dir, id string, ob *wait.Obs
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, lostOutputAsk)
-	o.LiveCounters(ctx, dir)
+	live := o.LiveCounters(ctx, dir)
 	cancel()
-	ob.LogBytesLost, ob.LogError = o.Monitor.LogBytesLost, o.Monitor.LogError
+	ob.LogBytesLost, ob.LogError, ob.HeldBytes = o.Monitor.LogBytesLost, o.Monitor.LogError, live.Held
 }
 
 // lostOutputAsk bounds how long a wait asks a live guardian for its

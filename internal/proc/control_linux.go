@@ -37,6 +37,8 @@ type controlReply struct {
 	Logged   int64  `json:"logged,omitempty"`
 	Lost     int64  `json:"lost,omitempty"`
 	LogError string `json:"log_error,omitempty"`
+	// Held is how many bytes of output the redactor holds back.
+	Held int64 `json:"held,omitempty"`
 	// CustodyLeftMs is how long the ownership window the guardian last
 	// renewed has to run, which a record that could not be written lacks;
 	// StateError says why it could not. Time left, not an end: the reader
@@ -281,6 +283,7 @@ func (g *guardian) handle(conn *net.UnixConn) {
 		reply.Captured = g.out.captured.Load()
 		reply.Logged = g.out.logBytes.Load()
 		reply.Lost = g.out.lost.Load()
+		reply.Held = g.out.held.Load()
 		if e := g.out.logErr.Load(); e != nil {
 			reply.LogError = *e
 		}
@@ -478,27 +481,38 @@ func IsNoGuardian(err error) bool {
 	return errors.Is(err, errNoGuardian) || errors.Is(err, errNotTheGuardian)
 }
 
+// Live is what a live guardian tells beyond its record's counters.
+type Live struct {
+	// StateError is what stops the guardian from writing the record.
+	StateError string
+	// Held is how many bytes of the output the redactor holds back: the
+	// last ones the service wrote, which may begin a credential, and
+	// which are stored (as themselves or redacted) once more output
+	// decides them or the output ends. A wait for text among them does
+	// not see it until then.
+	Held int64
+}
+
 // LiveCounters refreshes a live monitor's output counters from its
 // guardian; the record's copy is only as fresh as the last heartbeat.
-// It returns what stops the guardian from writing the record, if
-// anything. A guardian that does not answer within 2 s, or before ctx
-// ends, leaves the record's values.
-func LiveCounters(ctx context.Context, dir *state.Dir, m *state.Monitor) (stateError string) {
+// A guardian that does not answer within 2 s, or before ctx ends, leaves
+// the record's values, and tells nothing more.
+func LiveCounters(ctx context.Context, dir *state.Dir, m *state.Monitor) Live {
 	reply, err := askUntil(ctx, dir, m, controlRequest{Op: "ping"}, time.Now().Add(2*time.Second))
 	if err != nil {
-		return ""
+		return Live{}
 	}
 	reply.counters(m)
-	return reply.StateError
+	return Live{StateError: reply.StateError, Held: reply.Held}
 }
 
 // LiveCounters is LiveCounters for an observed monitor: its guardian is
 // asked only while the monitor runs or settles. One whose custody lapsed
 // (stopped, say) is not asked, which would hold the caller for the
 // ping's 2 s.
-func (o *Observation) LiveCounters(ctx context.Context, dir *state.Dir) (stateError string) {
+func (o *Observation) LiveCounters(ctx context.Context, dir *state.Dir) Live {
 	if o.Status != state.StatusRunning && o.Status != state.StatusSettling {
-		return ""
+		return Live{}
 	}
 	return LiveCounters(ctx, dir, o.Monitor)
 }

@@ -20,6 +20,7 @@ import (
 type outputFilter interface {
 	Redact(dst, p []byte) []byte
 	Flush(dst []byte) []byte
+	Held() int
 }
 
 // readChunk is the pipe read size: large reads keep the child from ever
@@ -55,6 +56,9 @@ type outputCopier struct {
 	logBytes atomic.Int64
 	lost     atomic.Int64
 	logErr   atomic.Pointer[string]
+	// held is how many bytes of output the filter holds back after its
+	// last write (they may begin a credential), for a ping to tell.
+	held atomic.Int64
 
 	// unsynced counts log bytes since writeback was last started; only
 	// run touches it.
@@ -123,6 +127,7 @@ func (o *outputCopier) run() {
 		n, err := o.pipe.Read(buf)
 		if n > 0 {
 			out = o.filter.Redact(out[:0], buf[:n])
+			o.held.Store(int64(o.filter.Held()))
 			kept = o.take(out, kept)
 		}
 		if err != nil {
@@ -130,6 +135,7 @@ func (o *outputCopier) run() {
 		}
 	}
 	o.take(o.filter.Flush(out[:0]), kept)
+	o.held.Store(0)
 	o.pipe.Close()
 	close(o.done)
 }

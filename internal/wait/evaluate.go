@@ -152,6 +152,10 @@ type Observation struct {
 	// it. The caller fills them in; Evaluate reads only the log.
 	LogBytesLost int64  `json:"log_bytes_lost,omitempty"`
 	LogError     string `json:"log_error,omitempty"`
+	// HeldBytes says, when an output wait did not succeed on a live
+	// monitor, how many bytes of the output the redactor holds back:
+	// the text may be among them, shown once more output decides them.
+	HeldBytes int64 `json:"held_bytes,omitempty"`
 
 	// File conditions: the last look at the file, and every refusal seen
 	// during the wait, so a symlink that came and went is still named.
