@@ -372,6 +372,23 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// notMessage says what makes msg, which the SDK decodes, no JSON-RPC
+// message all the same: with no method, it is a response, which has a
+// result or an error ({"jsonrpc": "2.0", "id": 1} was dropped, unanswered,
+// as a response to no request); and a progress token is a string or an
+// integer (MCP 2025-06-18), where an object was echoed back in every
+// progress notification.
+func notMessage(msg []byte) error {
+	if r := gjson.ParseBytes(msg); !r.Get("method").Exists() && !r.Get("result").Exists() && !r.Get("error").Exists() {
+		return errors.New("a message has a method (a request or a notification), or a result or an error (a response)")
+	}
+	switch t := gjson.GetBytes(msg, "params._meta.progressToken"); {
+	case !t.Exists(), t.Type == gjson.String, t.Type == gjson.Number && t.Num == float64(int64(t.Num)) && !strings.ContainsAny(t.Raw, ".eE"):
+		return nil
+	}
+	return errors.New("params._meta.progressToken is a string or an integer")
+}
+
 // readMessages passes each line of in that is a JSON-RPC message on to
 // the SDK (out), and answers every other line on stdout itself, as
 // JSON-RPC asks: a line that is not JSON (or longer than the SDK takes)
@@ -434,7 +451,11 @@ func readMessages(in io.Reader, out *io.PipeWriter, stdout io.Writer) {
 		case msg[0] == '[':
 			answer(jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not supported; send one message a line", nil)
 		default:
-			if _, derr := jsonrpc.DecodeMessage(msg); derr != nil {
+			_, derr := jsonrpc.DecodeMessage(msg)
+			if derr == nil {
+				derr = notMessage(msg)
+			}
+			if derr != nil {
 				var id json.RawMessage
 				if msg[0] == '{' {
 					if v := gjson.GetBytes(msg, "id"); v.Type == gjson.String || v.Type == gjson.Number {

@@ -1117,6 +1117,12 @@ func TestAgentMCPBadLines(t *testing.T) {
 		{`42`, -32600, "null"},
 		{`[]`, -32600, "null"},
 		{`[{"jsonrpc":"2.0","id":9,"method":"tools/list"}]`, -32600, "null"},
+		// No method, no result, no error: no message (it was dropped as
+		// a response to no request).
+		{`{"jsonrpc":"2.0","id":51}`, -32600, "51"},
+		// A progress token is a string or an integer.
+		{`{"jsonrpc":"2.0","id":52,"method":"tools/list","params":{"_meta":{"progressToken":{"a":1}}}}`, -32600, "52"},
+		{`{"jsonrpc":"2.0","id":53,"method":"tools/list","params":{"_meta":{"progressToken":1.5}}}`, -32600, "53"},
 	} {
 		send(c.line)
 		if r := next(); r.Get("error.code").Int() != c.code || r.Get("id").Raw != c.id {
