@@ -178,7 +178,7 @@ func awaitEvent(ts *testscript.TestScript, dir string, what func() string, check
 }
 
 // await ID STATUS waits until a monitor shows the status; a record not
-// there or damaged (by the script) is waited for too.
+// there, damaged or unsafe (made so by the script) is waited for too.
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: await MONITOR_ID STATUS")
@@ -188,9 +188,10 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	what := func() string { return "await " + args[1] + " (last seen " + strconv.Quote(last) + ")" }
 	awaitEvent(ts, dir.MonitorDir(args[0]), what, func() bool {
 		o, err := proc.Observe(dir, args[0])
-		if protocol.HasCode(err, protocol.CodeUnknownMonitor) || protocol.HasCode(err, protocol.CodeStateCorrupt) {
-			// One removed or damaged by the script, which the guardian
-			// writes again.
+		if protocol.HasCode(err, protocol.CodeUnknownMonitor) || protocol.HasCode(err, protocol.CodeStateCorrupt) ||
+			protocol.HasCode(err, protocol.CodeStateUnsafe) {
+			// One removed, damaged or linked by the script, which the
+			// guardian writes again.
 			last = err.Error()
 			return false
 		}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -587,21 +589,31 @@ func (g *guardian) save(durable bool) error {
 }
 
 // stillOurs returns errRevoked when the stored record has been taken over
-// (settled, or naming another guardian), and errUnreadable when it cannot
-// be read as a record at all; the caller holds the monitor's lock. A
-// record that cannot be read for want of a resource (descriptors) may
-// well name this guardian: that counts as ours. An unreadable one used
-// to count as ours too: a directory planted in its place kept the service
-// running past every window, while cancel and reconcile refused it.
+// (settled, or naming another guardian), and errUnreadable when it is no
+// record at all; the caller holds the monitor's lock.
+//
+// No record is one removed, one replaced by something that is no file (a
+// directory, a link, a FIFO), and one whose content does not decode. It
+// used to count as ours: a directory planted in its place kept the
+// service running past every window, while cancel and reconcile refused
+// it. A record that cannot be read for any other reason may well name
+// this guardian, and counts as ours: a read that failed (EIO, or no
+// descriptor left) may pass, and a file of the right content with a
+// second link (a backup by hard links) or another mode is replaced whole
+// by the next write.
 func (g *guardian) stillOurs() error {
 	stored, err := g.dir.LoadMonitor(g.spec.MonitorID)
-	switch {
-	case err == nil:
+	if err == nil {
 		if stored.Receipt != nil || stored.GuardianPID != g.self || stored.GuardianStartTicks != g.selfTicks {
 			return errRevoked
 		}
-	case protocol.HasCode(err, protocol.CodeStateUnsafe), protocol.HasCode(err, protocol.CodeStateCorrupt),
-		protocol.HasCode(err, protocol.CodeUnknownMonitor):
+		return nil
+	}
+	var errno syscall.Errno
+	fi, lerr := os.Lstat(filepath.Join(g.dir.MonitorDir(g.spec.MonitorID), state.RecordName))
+	switch {
+	case errors.Is(lerr, fs.ErrNotExist), lerr == nil && !fi.Mode().IsRegular(),
+		protocol.HasCode(err, protocol.CodeStateCorrupt) && !errors.As(err, &errno):
 		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
 	return nil
@@ -807,7 +819,10 @@ func (g *guardian) renew() (drainCause, bool) {
 	if g.custodyLapsed() {
 		return missed, false
 	}
-	if c, over, err := runOver(g.dir, g.spec.RunID, g.spec.Owner); err != nil {
+	// A run that cannot be read for want of a resource (no descriptor
+	// left: internal) is looked at again at the next heartbeat, as the
+	// record is; one that cannot be trusted, or is gone, ends custody.
+	if c, over, err := runOver(g.dir, g.spec.RunID, g.spec.Owner); err != nil && !protocol.HasCode(err, protocol.CodeInternal) {
 		return revoked, false
 	} else if over {
 		return c, false
