@@ -227,6 +227,16 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		if first, err = e.step(false); err != nil {
 			return Evidence{}, err
 		}
+		// A monitor that has ended is answered from its whole log, read
+		// in looks, before anything is subscribed to.
+		for first == "" && e.more && e.custody.Terminal {
+			if err := ctx.Err(); err != nil {
+				return Evidence{}, err
+			}
+			if first, err = e.step(false); err != nil {
+				return Evidence{}, err
+			}
+		}
 	}
 	if first != "" {
 		return e.evidence(first, opt.Now().Sub(start)), nil
@@ -277,7 +287,9 @@ func Evaluate(ctx context.Context, c Condition, t Target, opt Options) (Evidence
 		if err != nil {
 			return Evidence{}, err
 		}
-		if outcome == "" && timeUp {
+		// A timeout says the service keeps running: one that has ended is
+		// read to the end of its log, which is all there will ever be.
+		if outcome == "" && timeUp && !(e.custody.Terminal && e.more) {
 			outcome = OutcomeTimeout
 		}
 		if outcome != "" {

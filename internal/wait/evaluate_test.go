@@ -221,15 +221,29 @@ func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
 }
 
 // TestEvaluateLongLogOfAnEndedMonitor: a monitor that has ended is not
-// process_ended while its log is still being read in parts: the text at
-// its end is found.
+// process_ended while its log is still being read in parts, nor timed
+// out (a timeout says the service keeps running): the text at its end is
+// found, and a text not in it is process_ended.
 func TestEvaluateLongLogOfAnEndedMonitor(t *testing.T) {
 	m := newFakeMonitor(t, exited3)
 	m.bigLog(t, 3*lookBudget, "ready\n")
-	ev := evaluate(t, context.Background(), outputCond("ready"), m.target(""), Options{})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+	ev := evaluate(t, context.Background(), outputCond("ready"), m.target(""), Options{Timeout: time.Second, Now: clock})
 	wantOutcome(t, ev, OutcomeSatisfied)
 	if o := ev.Observation; *o.MatchOffset != 3*lookBudget {
 		t.Fatalf("match offset %d, want %d", *o.MatchOffset, 3*lookBudget)
+	}
+	ev = evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock})
+	wantOutcome(t, ev, OutcomeProcessEnded)
+	if got, want := *ev.Observation.ScannedBytes, 3*lookBudget+int64(len("ready\n")); got != want {
+		t.Fatalf("scanned %d bytes, want the whole log's %d", got, want)
 	}
 }
 
