@@ -963,7 +963,7 @@ func rawDetails(in map[string]json.RawMessage) map[string]any {
 	out := make(map[string]any, len(in))
 	for k, v := range in {
 		var s string
-		if json.Unmarshal(v, &s) == nil {
+		if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
 			out[k] = s
 		} else {
 			out[k] = v

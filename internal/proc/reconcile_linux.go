@@ -315,14 +315,15 @@ func provable(m *state.Monitor) bool {
 
 // runsGuardianOf reports whether process pid runs as the guardian of
 // monitor id: the command line procmon gives it ("procmon __guardian
-// STATE_DIR ID"). One that has ended since it was found alive, or is a
-// zombie, has none left to show: it is taken for what its record says,
-// as one gone would be.
+// STATE_DIR ID"). One with none to show is taken for what its record
+// says, as one gone would be: it has ended since it was found alive, is
+// exiting (its memory, which holds the command line, goes before it
+// does), or is a zombie. (A kernel thread has none either, and is no
+// guardian, but no signal reaches it and no process is of its session.)
 func runsGuardianOf(pid int, id string) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || len(b) == 0 {
-		s, err := readStat(pid)
-		return err != nil || s.state == 'Z'
+		return true
 	}
 	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 	return len(args) == 4 && args[1] == GuardianArg && args[3] == id
