@@ -242,9 +242,10 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 // redactor holds back: the text may have been printed and lost (a full
 // disk), or printed and not yet stored (its last bytes may begin a
 // credential, as the port of "http://localhost:8000" may begin a
-// password), which only the guardian's counters can tell. A live guardian is asked for them for no longer
-// than lostOutputAsk, and not once ctx ends: the evidence is decided, and
-// a stopped guardian must not hold it back, nor an interrupt.
+// password), which only the guardian's counters can tell. A live
+// guardian is asked for them for no longer than lostOutputAsk, and not
+// once ctx ends: the evidence is decided, and a stopped guardian must
+// not hold it back, nor an interrupt.
 func noteLostOutput(ctx context.Context, dir *state.Dir, id string, ob *wait.Observation) {
 	o, err := proc.Observe(dir, id)
 	if err != nil {
