@@ -99,6 +99,9 @@ type Options struct {
 	// looked, when set, is called after each look that did not end the
 	// wait, so tests can change things at exactly that point.
 	looked func()
+	// lookBudget replaces lookBudget in tests: a log many looks long
+	// need not be hundreds of MiB, which the race detector reads slowly.
+	lookBudget int64
 }
 
 // talkDeadline is how long a wait that began at start waits for its
@@ -518,10 +521,14 @@ func (e *evaluation) lookAtOutput(ended bool) (bool, error) {
 		}
 		e.log = f
 	}
+	budget := int64(lookBudget)
+	if e.opt.lookBudget > 0 {
+		budget = e.opt.lookBudget
+	}
 	var r io.ReaderAt = e.log
 	e.more = false
-	if fi, err := e.log.Stat(); err == nil && fi.Size()-e.matcher.Consumed() > lookBudget {
-		r = io.NewSectionReader(e.log, 0, e.matcher.Consumed()+lookBudget)
+	if fi, err := e.log.Stat(); err == nil && fi.Size()-e.matcher.Consumed() > budget {
+		r = io.NewSectionReader(e.log, 0, e.matcher.Consumed()+budget)
 		ended, e.more = false, true
 	}
 	_, found, err := e.matcher.FeedFrom(r, ended)

@@ -197,6 +197,10 @@ func (m *fakeMonitor) bigLog(t *testing.T, size int64, tail string) {
 	m.print(t, tail)
 }
 
+// testBudget is what one look reads in these tests (Options.lookBudget):
+// a log many looks long stays small.
+const testBudget = 64 << 10
+
 // TestEvaluateLongLogSeesItsTimeout: a log longer than one look reads
 // (lookBudget) is read on between looks, so the wait's timeout is seen
 // while it reads: it used to read the whole log first (6 GB held a wait
@@ -204,7 +208,7 @@ func (m *fakeMonitor) bigLog(t *testing.T, size int64, tail string) {
 // read, so the timeout has passed at the loop's first look.
 func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
 	m := newFakeMonitor(t, running)
-	m.bigLog(t, 16*lookBudget, "")
+	m.bigLog(t, 16*testBudget, "")
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
 	clock := func() time.Time {
@@ -213,10 +217,10 @@ func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
 		now = now.Add(time.Second)
 		return now
 	}
-	ev := evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock})
+	ev := evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock, lookBudget: testBudget})
 	wantOutcome(t, ev, OutcomeTimeout)
-	if got := *ev.Observation.ScannedBytes; got > 2*lookBudget {
-		t.Fatalf("scanned %d bytes of %d before its timeout, want at most two looks' (%d)", got, 16*lookBudget, 2*lookBudget)
+	if got := *ev.Observation.ScannedBytes; got > 2*testBudget {
+		t.Fatalf("scanned %d bytes of %d before its timeout, want at most two looks' (%d)", got, 16*testBudget, 2*testBudget)
 	}
 }
 
@@ -226,7 +230,7 @@ func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
 // found, and a text not in it is process_ended.
 func TestEvaluateLongLogOfAnEndedMonitor(t *testing.T) {
 	m := newFakeMonitor(t, exited3)
-	m.bigLog(t, 3*lookBudget, "ready\n")
+	m.bigLog(t, 3*testBudget, "ready\n")
 	var mu sync.Mutex
 	now := time.Unix(1000, 0)
 	clock := func() time.Time {
@@ -235,14 +239,14 @@ func TestEvaluateLongLogOfAnEndedMonitor(t *testing.T) {
 		now = now.Add(time.Second)
 		return now
 	}
-	ev := evaluate(t, context.Background(), outputCond("ready"), m.target(""), Options{Timeout: time.Second, Now: clock})
+	ev := evaluate(t, context.Background(), outputCond("ready"), m.target(""), Options{Timeout: time.Second, Now: clock, lookBudget: testBudget})
 	wantOutcome(t, ev, OutcomeSatisfied)
-	if o := ev.Observation; *o.MatchOffset != 3*lookBudget {
-		t.Fatalf("match offset %d, want %d", *o.MatchOffset, 3*lookBudget)
+	if o := ev.Observation; *o.MatchOffset != 3*testBudget {
+		t.Fatalf("match offset %d, want %d", *o.MatchOffset, 3*testBudget)
 	}
-	ev = evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock})
+	ev = evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock, lookBudget: testBudget})
 	wantOutcome(t, ev, OutcomeProcessEnded)
-	if got, want := *ev.Observation.ScannedBytes, 3*lookBudget+int64(len("ready\n")); got != want {
+	if got, want := *ev.Observation.ScannedBytes, 3*testBudget+int64(len("ready\n")); got != want {
 		t.Fatalf("scanned %d bytes, want the whole log's %d", got, want)
 	}
 }
