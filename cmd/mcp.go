@@ -739,10 +739,7 @@ func (s *mcpSession) reapGuardian(monitorID string) {
 	}
 	go func() {
 		defer f.Close()
-		rc.Read(func(fd uintptr) bool {
-			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-			return err != nil || n > 0
-		})
+		rc.Read(proc.PidfdReadable)
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 	}()

@@ -37,11 +37,23 @@ func watchOwner(o state.Owner) <-chan struct{} {
 	go func() {
 		defer f.Close()
 		defer close(gone)
-		rc.Read(func(fd uintptr) bool {
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, 0)
-			return err != nil || n > 0
-		})
+		rc.Read(PidfdReadable)
 	}()
 	return gone
+}
+
+// PidfdReadable reports whether the process of pidfd fd has exited, or
+// its pidfd can no longer be polled. A poll interrupted by a signal
+// (EINTR: the runtime preempts with SIGURG) says nothing, and is made
+// again: taken for an exit, it drained a run's monitors as owner_exited
+// while the owner lived (under the race detector on a busy machine).
+func PidfdReadable(fd uintptr) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err != nil || n > 0
+	}
 }
