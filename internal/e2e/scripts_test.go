@@ -185,7 +185,16 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	dir := stateDir(ts)
 	last := ""
-	what := func() string { return "await " + args[1] + " (last seen " + strconv.Quote(last) + ")" }
+	what := func() string {
+		s := "await " + args[1] + " (last seen " + strconv.Quote(last) + ")"
+		// A guardian the script signalled is known by pid even when its
+		// record is not there: say where it is, for a failure to explain.
+		var pid int
+		if _, err := fmt.Sscan(ts.Getenv("sigguardian:"+args[0]), &pid); err == nil && pid > 0 {
+			s += "; guardian " + processState(pid)
+		}
+		return s
+	}
 	awaitEvent(ts, dir.MonitorDir(args[0]), what, func() bool {
 		o, err := proc.Observe(dir, args[0])
 		if protocol.HasCode(err, protocol.CodeUnknownMonitor) || protocol.HasCode(err, protocol.CodeStateCorrupt) ||
@@ -201,6 +210,18 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		last = o.Status
 		return o.Status == args[1]
 	})
+}
+
+// processState says what a process is doing, as /proc shows it: its state
+// and the kernel function it waits in (an fsync shows as a journal
+// wait), or that it is gone.
+func processState(pid int) string {
+	st, ok := statOf(pid)
+	if !ok {
+		return fmt.Sprintf("%d is gone", pid)
+	}
+	wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+	return fmt.Sprintf("%d is in state %s, waiting in %q", pid, st.state, wchan)
 }
 
 // awaitlog ID TEXT waits until the monitor's stored output holds TEXT.
