@@ -201,6 +201,18 @@ func (m *fakeMonitor) bigLog(t *testing.T, size int64, tail string) {
 // a log many looks long stays small.
 const testBudget = 64 << 10
 
+// steppingClock is a clock that moves a second each time it is read.
+func steppingClock() func() time.Time {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+}
+
 // TestEvaluateLongLogSeesItsTimeout: a log longer than one look reads
 // (lookBudget) is read on between looks, so the wait's timeout is seen
 // while it reads: it used to read the whole log first (6 GB held a wait
@@ -209,14 +221,7 @@ const testBudget = 64 << 10
 func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
 	m := newFakeMonitor(t, running)
 	m.bigLog(t, 16*testBudget, "")
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Second)
-		return now
-	}
+	clock := steppingClock()
 	ev := evaluate(t, context.Background(), outputCond("never"), m.target(""), Options{Timeout: time.Second, Now: clock, lookBudget: testBudget})
 	wantOutcome(t, ev, OutcomeTimeout)
 	if got := *ev.Observation.ScannedBytes; got > 2*testBudget {
@@ -231,14 +236,7 @@ func TestEvaluateLongLogSeesItsTimeout(t *testing.T) {
 func TestEvaluateLongLogOfAnEndedMonitor(t *testing.T) {
 	m := newFakeMonitor(t, exited3)
 	m.bigLog(t, 3*testBudget, "ready\n")
-	var mu sync.Mutex
-	now := time.Unix(1000, 0)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Second)
-		return now
-	}
+	clock := steppingClock()
 	ev := evaluate(t, context.Background(), outputCond("ready"), m.target(""), Options{Timeout: time.Second, Now: clock, lookBudget: testBudget})
 	wantOutcome(t, ev, OutcomeSatisfied)
 	if o := ev.Observation; *o.MatchOffset != 3*testBudget {
