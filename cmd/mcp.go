@@ -383,7 +383,7 @@ func notMessage(msg []byte) error {
 		return errors.New("a message has a method (a request or a notification), or a result or an error (a response)")
 	}
 	switch t := gjson.GetBytes(msg, "params._meta.progressToken"); {
-	case !t.Exists(), t.Type == gjson.String, t.Type == gjson.Number && t.Num == float64(int64(t.Num)) && !strings.ContainsAny(t.Raw, ".eE"):
+	case !t.Exists(), t.Type == gjson.String, t.Type == gjson.Number && !strings.ContainsAny(t.Raw, ".eE"):
 		return nil
 	}
 	return errors.New("params._meta.progressToken is a string or an integer")
