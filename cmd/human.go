@@ -751,7 +751,8 @@ func truncationNote(r *logsResponse) string {
 }
 
 // heldNote says that the redactor holds back the last n bytes of the
-// output (a few: at most a credential's length), and why.
+// output, and why. They are counted in bytes, never rounded: a hold is
+// bounded by the longest needle and a rule's 4 KiB (package redact).
 func heldNote(n int64) string {
 	if n == 1 {
 		return "the last byte of the output is held back until the service writes more: it may begin a credential"
