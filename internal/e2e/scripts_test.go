@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,6 +49,12 @@ func TestScripts(t *testing.T) {
 			e.Defer(func() { checkGuardianLogs(e.T(), stateDir) })
 			return nil
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "timens" {
+				return timeNamespaces(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"json":         cmdJSON,
 			"capture":      cmdCapture,
@@ -76,6 +83,13 @@ func TestScripts(t *testing.T) {
 		},
 	})
 }
+
+// timeNamespaces reports whether this test may run a command in a time
+// namespace of its own (condition timens): it needs unshare(1), root and a
+// kernel built with time namespaces.
+var timeNamespaces = sync.OnceValue(func() bool {
+	return exec.Command("unshare", "--time", "--boottime", "1", "true").Run() == nil
+})
 
 // guardianFailures are what a guardian writes to its log only when it
 // fails: a panic, a fatal runtime error, or a data race seen by a guardian

@@ -1,9 +1,12 @@
 package proc
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,4 +139,76 @@ func startSession(t *testing.T, script string) (c *exec.Cmd, leader int, leaderT
 		t.Fatal(err)
 	}
 	return c, leader, leaderTicks, member, memberTicks
+}
+
+// printTicksEnv makes the test binary print, for the pid it names, the
+// start time StartTicks gives and the one /proc/PID/stat shows, then exit.
+const printTicksEnv = "PROCMON_TEST_PRINT_TICKS"
+
+func printTicks(arg string) int {
+	pid, err := strconv.Atoi(arg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ticks, err := StartTicks(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b, err := os.ReadFile("/proc/" + arg + "/stat")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	fmt.Println(ticks, f[19])
+	return 0
+}
+
+// TestStartTicksAcrossTimeNamespaces reads one process's start time from a
+// time namespace whose boot-time clock runs 1000 s ahead: /proc shows it
+// 1000 s later there, and StartTicks must give the same time as outside,
+// or a reader there takes every owner for exited and every guardian for
+// gone.
+func TestStartTicksAcrossTimeNamespaces(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1) from util-linux to enter a time namespace")
+	}
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sleep.Process.Kill()
+		sleep.Wait()
+	}()
+	want, err := StartTicks(sleep.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(unshare, "--time", "--boottime", "1000", self)
+	cmd.Env = append(os.Environ(), printTicksEnv+"="+strconv.Itoa(sleep.Process.Pid))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if os.Geteuid() != 0 || bytes.Contains(out, []byte("unshare failed")) {
+			t.Skipf("cannot enter a time namespace here (needs root and a kernel with CONFIG_TIME_NS): %v: %s", err, out)
+		}
+		t.Fatalf("%v: %s", err, out)
+	}
+	var got, shown uint64
+	if _, err := fmt.Sscan(string(out), &got, &shown); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if shown != want+1000*userHZ {
+		t.Fatalf("/proc showed %d in the namespace, %d outside: the namespace's offset did not apply", shown, want)
+	}
+	if got != want {
+		t.Fatalf("StartTicks in the namespace = %d, outside %d", got, want)
+	}
 }
