@@ -61,7 +61,9 @@ output read to its end. Returns the receipt. On a monitor that has already
 ended it returns the existing receipt; other monitors keep running. A
 guardian that does not answer (stopped, wedged) is waited for only while
 its ownership window holds; then the monitor needs reconciliation, and
-cancel says so without signalling anything.
+cancel says so without signalling anything. Ctrl-C (or Ctrl-\), SIGTERM
+or SIGHUP ends the waiting with the error wait_interrupted and exit
+status 130; a guardian finishes a drain it has begun.
 
   procmon cancel m_3kq9x2ab           # an id, or any unique start of one
   procmon cancel web --grace 30s      # the run's live monitor named web
@@ -86,7 +88,9 @@ none is cancelled, and the error says so.`,
 			if err != nil {
 				return err
 			}
-			v, err := runCancel(env, id, graceMs)
+			v, err := untilInterrupted(env, "cancel of "+id, "procmon status "+id, func() (*receiptView, error) {
+				return runCancel(env, id, graceMs)
+			})
 			if err != nil {
 				return err
 			}
@@ -138,24 +142,30 @@ func cancelMany(env *Env, g *globals, c *cobra.Command, args []string, name stri
 			return err
 		}
 	}
-	resp := &cancelManyResponse{Monitors: []receiptView{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := runCancel(env, id, graceMs)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				resp.Errors = append(resp.Errors, errorRow(id, err))
-				return
-			}
-			resp.Monitors = append(resp.Monitors, *v)
-		}()
+	resp, err := untilInterrupted(env, fmt.Sprintf("cancel of %d monitors", len(ids)), "procmon list", func() (*cancelManyResponse, error) {
+		resp := &cancelManyResponse{Monitors: []receiptView{}}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := runCancel(env, id, graceMs)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					resp.Errors = append(resp.Errors, errorRow(id, err))
+					return
+				}
+				resp.Monitors = append(resp.Monitors, *v)
+			}()
+		}
+		wg.Wait()
+		return resp, nil
+	})
+	if err != nil {
+		return err
 	}
-	wg.Wait()
 	order := map[string]int{}
 	for i, id := range ids {
 		order[id] = i

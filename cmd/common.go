@@ -3,10 +3,14 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -225,4 +229,38 @@ const noArgv = `field "argv" is required and must not be empty: the command and 
 
 func errNoArgv() error {
 	return protocol.Errorf(protocol.CodeInvalidRequest, noArgv).With("field", "argv")
+}
+
+// untilInterrupted runs op, which may wait out a drain's whole grace, and
+// answers wait_interrupted (exit status 130) if SIGINT, SIGTERM or SIGHUP
+// comes first, as a wait does; what, and check, which tells how to find
+// out what became of it, go in the message. It is for commands whose work
+// goes on without them: a guardian finishes a drain it has begun whether
+// or not its caller still waits. Without it such a command ignored an
+// interrupt that its shell had set to be ignored (a job started with &),
+// and died of any other with nothing on stdout. op is left to the
+// process's exit, and must not write the response.
+func untilInterrupted[T any](env *Env, what, check string, op func() (T, error)) (T, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	start := env.Now()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := op()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		elapsed := env.Now().Sub(start).Milliseconds()
+		return zero, protocol.Errorf(protocol.CodeWaitInterrupted,
+			"%s was interrupted after %d ms; a drain that had begun goes on without it: see %s", what, elapsed, check).
+			With("elapsed_ms", elapsed)
+	}
 }

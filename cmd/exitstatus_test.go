@@ -30,7 +30,7 @@ var exitStatuses = []struct {
 	{4, "no such monitor or run"},
 	{5, "custody of the monitor is unverified: `procmon reconcile` settles it"},
 	{exitNotSatisfied, "`wait --check`: the outcome was not `satisfied`; `exec --check`: the command did not exit 0"},
-	{130, "interrupted by `Ctrl-C`, `Ctrl-\\`, SIGTERM or SIGHUP: a wait leaves the service running, a start or an exec drains what it started (a start signalled in its first milliseconds, before it has taken anything, ends as the signal ends it: nothing taken, nothing left)"},
+	{130, "interrupted by `Ctrl-C`, `Ctrl-\\`, SIGTERM or SIGHUP: a wait leaves the service running, a cancel or a run end leaves a drain it began to the guardian, a start or an exec drains what it started (a start signalled in its first milliseconds, before it has taken anything, ends as the signal ends it: nothing taken, nothing left)"},
 	{1, "anything else"},
 }
 

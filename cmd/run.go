@@ -153,7 +153,9 @@ of the monitors it drained and a count of those that had ended before.
 Monitors whose custody is unverified are listed under errors: settle
 them with procmon reconcile. Ending is final, for the run "default" too:
 commands without --run or PROCMON_RUN are then refused until a run made
-with procmon run new is selected.`,
+with procmon run new is selected. Ctrl-C (or Ctrl-\), SIGTERM or SIGHUP
+ends the waiting with the error wait_interrupted and exit status 130;
+each guardian finishes a drain it has begun.`,
 		Args:              atMostOne("run_id", "run id"),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -161,7 +163,9 @@ with procmon run new is selected.`,
 			if err != nil {
 				return err
 			}
-			resp, err := runEnd(env, id)
+			resp, err := untilInterrupted(env, "run end of "+id, "procmon run show "+id+" and procmon list --run "+id, func() (*runEndResponse, error) {
+				return runEnd(env, id)
+			})
 			if err != nil {
 				return err
 			}
