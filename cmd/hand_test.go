@@ -108,6 +108,8 @@ func TestStartRefusesNames(t *testing.T) {
 		"del":           "a\x7f",
 		"c1":            "a\u0085b",
 		"id prefix":     "m_web",
+		"a flag":        "--all",
+		"a short flag":  "-f",
 		"spaces only":   "   ",
 		"leading space": " web",
 		"trailing nbsp": "web\u00a0",
@@ -126,7 +128,7 @@ func TestStartRefusesNames(t *testing.T) {
 	if err := checkName(strings.Repeat("\u00e9", 32)); err != nil {
 		t.Errorf("a name of 64 bytes: %v", err)
 	}
-	for _, name := range []string{"web", "my api", "m", "m-web", "api_m_", "caf\u00e9", "\u6587"} {
+	for _, name := range []string{"web", "my api", "m", "m-web", "api_m_", "web-", "caf\u00e9", "\u6587"} {
 		if err := checkName(name); err != nil {
 			t.Errorf("checkName(%q) = %v, want nil", name, err)
 		}
@@ -148,7 +150,7 @@ func TestNameSchemaAgreesWithStart(t *testing.T) {
 		}
 	}
 	for _, name := range append(names, "web", "my api", "m", "m-web", "api_m_", "caf\u00e9", strings.Repeat("x", 64),
-		"", strings.Repeat("x", 65), "tab\there", "a\nb", "\x1b[2J", "a\x00", "a\x7f", "a\u0085", "a\u009f", "m_web", "m_", "web\u200b", "\u202egnp.exe", "\ufeffweb", "soft\u00adhyphen", "a\u2066b", "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ") {
+		"", strings.Repeat("x", 65), "tab\there", "a\nb", "\x1b[2J", "a\x00", "a\x7f", "a\u0085", "a\u009f", "m_web", "m_", "--all", "-f", "-", "web\u200b", "\u202egnp.exe", "\ufeffweb", "soft\u00adhyphen", "a\u2066b", "ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ") {
 		req, _ := json.Marshal(map[string]any{"argv": []string{"true"}, "name": name})
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(req))
 		if err != nil {

@@ -257,7 +257,7 @@ var schemaCatalog = &schema.Catalog{
 		"execRequest.cwd":               "Working directory (absolute, or relative to the caller's). Default: the caller's.",
 		"execRequest.max_bytes":         "The most bytes of the end of the output to return (at least 4). Default 65536.",
 		"runView.policy":                "The runner settings frozen into the run when it was created.",
-		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control or invisible formatting characters, not beginning or ending with a space, not starting with m_ (which begins a monitor id), and not of a credential's form (it would be stored redacted). Several monitors may carry one name. Absent: none.",
+		"startRequest.name":             "A label to name the service by later on the command line (procmon logs NAME, or --name NAME): 1 to 64 bytes of UTF-8 with no control or invisible formatting characters, not beginning or ending with a space, not starting with m_ (which begins a monitor id) or - (which begins a flag), and not of a credential's form (it would be stored redacted). Several monitors may carry one name. Absent: none.",
 	},
 	Enums: map[string][]string{
 		"status":               {state.StatusRunning, state.StatusSettling, state.StatusExited, state.StatusCancelled, state.StatusTimedOut, state.StatusOutputLimit, state.StatusNeedsReconciliation},
@@ -314,7 +314,7 @@ var schemaCatalog = &schema.Catalog{
 		// a name of a credential's form, which no pattern can say.
 		// Nor a space (unicode.IsSpace, nameSpaceChars) at either end.
 		"startRequest.name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": `^[^\x00-\x1f\x7f-\x9f\xad` + nameFormatChars + `]*$`,
-			"not": schema.Schema{"anyOf": []schema.Schema{{"pattern": "^m_"}, {"pattern": "^[" + nameSpaceChars + "]"}, {"pattern": "[" + nameSpaceChars + "]$"}}}},
+			"not": schema.Schema{"anyOf": []schema.Schema{{"pattern": "^m_"}, {"pattern": "^-"}, {"pattern": "^[" + nameSpaceChars + "]"}, {"pattern": "[" + nameSpaceChars + "]$"}}}},
 	},
 }
 

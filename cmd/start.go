@@ -289,6 +289,10 @@ func checkName(name string) error {
 		return refuse("begins or ends with a space, which would not show where it is named: %q", name)
 	case strings.HasPrefix(name, "m_"):
 		return refuse(`starts with "m_", which on the command line begins a monitor id: %q; choose another name`, name)
+	case strings.HasPrefix(name, "-"):
+		// Named as an argument, "--all" or "-f" is read as a flag, and
+		// completion offered it where a flag goes.
+		return refuse(`starts with "-", which on the command line begins a flag: %q; choose another name`, name)
 	case looksLikeCredential(name):
 		// Stored redacted, it could never be named again.
 		return refuse("has the form of a credential, which would be stored redacted; choose another name")
