@@ -99,9 +99,10 @@ func advice(pe *protocol.Error) string {
 		}
 	case protocol.CodeStateUnsafe:
 		// The state directory's own message says how to fix it (run:
-		// chmod 700 ...); an entry in it may hold a running service's
-		// record, which removing would lose.
-		if detail("path") != "" && !strings.Contains(pe.Message, "; run: ") {
+		// chmod 700 ..., or choose another PROCMON_STATE_DIR); an entry
+		// in it may hold a running service's record, which removing
+		// would lose.
+		if detail("path") != "" && !strings.Contains(pe.Message, "; run: ") && !strings.Contains(pe.Message, "PROCMON_STATE_DIR") {
 			return "inspect it by hand: procmon uses it again once it is a file or directory of yours that only you may write, and not a link"
 		}
 	case protocol.CodeStateCorrupt:

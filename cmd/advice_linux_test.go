@@ -102,6 +102,8 @@ func TestAdvise(t *testing.T) {
 		// The state directory's own message says how to fix it already.
 		{protocol.Errorf(protocol.CodeStateUnsafe, "state directory /h/procmon is unsafe: mode 0777 lets group or others write it; run: chmod 700 /h/procmon").With("path", "/h/procmon"),
 			"state directory /h/procmon is unsafe: mode 0777 lets group or others write it; run: chmod 700 /h/procmon"},
+		{protocol.Errorf(protocol.CodeStateUnsafe, "state directory /tmp is unsafe: mode 1777 lets group or others write it (it is shared, like /tmp); point PROCMON_STATE_DIR at a directory of your own, or leave it unset").With("path", "/tmp"),
+			"state directory /tmp is unsafe: mode 1777 lets group or others write it (it is shared, like /tmp); point PROCMON_STATE_DIR at a directory of your own, or leave it unset"},
 		// A damaged record is advised what to do by hand; a run's budget
 		// says so itself (the run, not the file), and is not told twice.
 		{protocol.Errorf(protocol.CodeStateCorrupt, "monitor record /s/r.json is damaged (x); it is not trusted").With("path", "/s/r.json"),

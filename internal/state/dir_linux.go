@@ -89,10 +89,32 @@ func CheckOwnership(path string, fi fs.FileInfo, uid int) error {
 	if ok && int(st.Uid) != uid {
 		return unsafe(fmt.Sprintf("it is owned by uid %d, not by you (uid %d)", st.Uid, uid), "use a directory of your own")
 	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return unsafe(fmt.Sprintf("mode %04o lets group or others write it", perm), fmt.Sprintf("run: chmod 700 %s", path))
+	if mode := fi.Mode(); mode.Perm()&0o022 != 0 {
+		why := fmt.Sprintf("mode %04o lets group or others write it", unixMode(mode))
+		if mode&fs.ModeSticky != 0 {
+			// A directory shared on purpose, like /tmp: making it private
+			// would break everyone else who uses it.
+			return unsafe(why+" (it is shared, like /tmp)", "point PROCMON_STATE_DIR at a directory of your own, or leave it unset")
+		}
+		return unsafe(why, fmt.Sprintf("run: chmod 700 %s", path))
 	}
 	return nil
+}
+
+// unixMode is a FileMode's permission bits as chmod writes them, with
+// the setuid, setgid and sticky bits.
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
 }
 
 const (

@@ -54,6 +54,20 @@ func TestCheckOwnership(t *testing.T) {
 			t.Errorf("%s: code of %v is not state_unsafe", c.name, err)
 		}
 	}
+	// The advice fits the directory: a private one of the user's is made
+	// private again, a shared one like /tmp is left alone.
+	for _, c := range []struct {
+		mode      fs.FileMode
+		want, not string
+	}{
+		{fs.ModeDir | 0o770, "mode 0770 lets group or others write it; run: chmod 700 /s", ""},
+		{fs.ModeDir | fs.ModeSticky | 0o777, "mode 1777 lets group or others write it (it is shared, like /tmp); point PROCMON_STATE_DIR at a directory of your own", "chmod"},
+	} {
+		err := CheckOwnership("/s", fakeInfo{c.mode, me}, me)
+		if err == nil || !strings.Contains(err.Error(), c.want) || c.not != "" && strings.Contains(err.Error(), c.not) {
+			t.Errorf("mode %v: got %v, want %q", c.mode, err, c.want)
+		}
+	}
 }
 
 func TestOpenRefusesUnsafeDirectory(t *testing.T) {
