@@ -178,6 +178,9 @@ func render(env *Env, g *globals, v any) error {
 		viewRunDetails(&b, r)
 	case runListResponse:
 		viewRunList(&b, now, r, viewWidth(env))
+		for _, e := range r.Errors {
+			fmt.Fprintf(&b, "%s  %s: %s\n", e.RunID, p.red(string(e.Error.Code)), e.Error.Message)
+		}
 	case *runEndResponse:
 		viewRunEnd(&b, p, r)
 	default:
@@ -703,7 +706,9 @@ func viewRun(b *strings.Builder, p palette, now time.Time, r *runView) {
 // status says why) shifts no column of the next.
 func viewRunList(b *strings.Builder, now time.Time, r runListResponse, width int) {
 	if len(r.Runs) == 0 {
-		b.WriteString("no runs yet; the first start makes the run \"default\"\n")
+		if len(r.Errors) == 0 {
+			b.WriteString("no runs yet; the first start makes the run \"default\"\n")
+		}
 		return
 	}
 	t := table{header: []string{"RUN", "STATUS", "AGE", "STARTS"}}

@@ -217,6 +217,9 @@ func newRunListCmd(env *Env, g *globals) *cobra.Command {
 			for _, id := range ids {
 				v, err := showRun(env, dir, id)
 				if err != nil {
+					// Left out, a damaged run looked like none at all.
+					row := errorRow(id, err)
+					out.Errors = append(out.Errors, runErrorRow{RunID: id, Error: row.Error})
 					continue
 				}
 				out.Runs = append(out.Runs, *v)

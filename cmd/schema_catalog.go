@@ -30,6 +30,14 @@ type runListRequest struct{}
 // runListResponse is what run list prints.
 type runListResponse struct {
 	Runs []runView `json:"runs"`
+	// Errors are the runs that cannot be shown (a damaged run.json).
+	Errors []runErrorRow `json:"errors,omitempty"`
+}
+
+// runErrorRow is a run of run list that cannot be shown, and why.
+type runErrorRow struct {
+	RunID string              `json:"run_id"`
+	Error *protocol.ErrorBody `json:"error"`
 }
 
 // errorCodes are the stable error codes, in the order of the contract.
@@ -247,6 +255,9 @@ var schemaCatalog = &schema.Catalog{
 		"monitorView.signal":            "The killing signal's name from a verified receipt. Absent otherwise.",
 		"runEndResponse.monitors":       "The receipts of the run's monitors: those the end drained and those that had ended before it.",
 		"runEndResponse.errors":         "Monitors that could not be drained (custody unverified: settle them with reconcile). Absent when none.",
+		"runListResponse.errors":        "Runs that cannot be shown (a damaged run.json), each with its error. Absent when none.",
+		"runErrorRow.run_id":            "The run's id.",
+		"runErrorRow.error":             "Why the run cannot be shown (state_corrupt or state_unsafe), with what to do next.",
 		"runEndResponse.ended_at_ms":    "When the run ended, in milliseconds since the Unix epoch.",
 		"logsRequest.offset":            "Read from this byte of the redacted stream instead of the end (0: from the start). Absent: the last max_bytes.",
 		"logsResponse.offset":           "Byte offset in the redacted stream where text starts.",
