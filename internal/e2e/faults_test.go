@@ -1544,30 +1544,100 @@ func TestFaultsManyMonitors(t *testing.T) {
 	l.settle()
 }
 
+// inMountNamespace runs the test name again, inside `unshare --mount`, and
+// reports whether this is that run, which goes on to its scenario: there
+// it may mount what it likes, the guardians it starts see the same mounts,
+// and the machine's mounts are never touched. The outer run passes when
+// the inner one passed.
+func inMountNamespace(t *testing.T, name string) bool {
+	t.Helper()
+	if os.Getenv("FAULTS_MOUNT_NS") == name {
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount in a mount namespace of its own")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1) (util-linux) to make a mount namespace")
+	}
+	c := exec.Command(unshare, "--mount", "--propagation", "private", "--", os.Args[0], "-test.run", "^"+name+"$", "-test.v", "-test.count=1")
+	c.Env = append(os.Environ(), "FAULTS_MOUNT_NS="+name)
+	out, err := c.CombinedOutput()
+	t.Logf("inside the mount namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("the scenario failed: %v", err)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: "+name)) {
+		t.Fatal("the scenario did not run")
+	}
+	return false
+}
+
+// TestFaultsReadOnly remounts the state directory read-only under a live
+// monitor, then cancels it: the guardian drains and cannot store its
+// receipt, nor close its custody fence, and used to be shown running
+// until its window lapsed. Readers now ask it, and its receipt lands once
+// the directory is writable again.
+func TestFaultsReadOnly(t *testing.T) {
+	if !inMountNamespace(t, "TestFaultsReadOnly") {
+		return
+	}
+	l := newFaultLabOn(t, "", 3, 20, 1<<20)
+	id, _ := l.startMonitor("", "start", "--", "sleeper")
+	// A bind mount of the directory over itself, remounted read-only: the
+	// guardian's open log stays writable, every new write is refused
+	// (EROFS), as on a file system remounted read-only.
+	if err := unix.Mount(l.state, l.state, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind the state directory: %v", err)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			mounted = false
+			if err := unix.Unmount(l.state, 0); err != nil {
+				t.Fatalf("unmount the read-only state directory: %v", err)
+			}
+		}
+	}
+	t.Cleanup(unmount)
+	if err := unix.Mount("", l.state, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount the state directory read-only: %v", err)
+	}
+	r, _ := l.run("cancel", id)
+	if r.Get("status").String() != state.StatusCancelled || !r.Get("state_error").Exists() {
+		t.Fatalf("cancel on a read-only state directory: %s", r.Raw)
+	}
+	if s := l.status(id); s.Get("status").String() != state.StatusCancelled {
+		t.Fatalf("status after the cancel: %s", s.Raw)
+	}
+	if w, _ := l.run("wait", id, "--exit", "--timeout", "5s"); w.Get("outcome").String() != "satisfied" {
+		t.Fatalf("wait --exit after the cancel: %s", w.Raw)
+	}
+	unmount()
+	// The guardian retries with a backoff of at most 5 s.
+	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+		m, err := (&state.Dir{Path: l.state}).LoadMonitor(id)
+		if err == nil && m.Receipt != nil {
+			if m.Receipt.Status != state.StatusCancelled {
+				t.Fatalf("the stored receipt: %+v", m.Receipt)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no receipt stored within %v of the directory being writable again (%v)", patience, err)
+		}
+	}
+	l.settle()
+}
+
 // TestFaultsFullDisk fills the file system of the state directory to its
 // last byte under live monitors (a tmpfs, in a mount namespace of the
 // test's own). It runs itself again inside `unshare --mount`, so that the
 // guardians it starts see the tmpfs and the machine's mounts are never
 // touched.
 func TestFaultsFullDisk(t *testing.T) {
-	if os.Getenv("FAULTS_DISK_INSIDE") == "" {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to mount a tmpfs in a mount namespace of its own")
-		}
-		unshare, err := exec.LookPath("unshare")
-		if err != nil {
-			t.Skip("needs unshare(1) (util-linux) to make a mount namespace")
-		}
-		c := exec.Command(unshare, "--mount", "--propagation", "private", "--", os.Args[0], "-test.run", "^TestFaultsFullDisk$", "-test.v", "-test.count=1")
-		c.Env = append(os.Environ(), "FAULTS_DISK_INSIDE=1")
-		out, err := c.CombinedOutput()
-		t.Logf("inside the mount namespace:\n%s", out)
-		if err != nil {
-			t.Fatalf("the full-disk scenario failed: %v", err)
-		}
-		if !bytes.Contains(out, []byte("--- PASS: TestFaultsFullDisk")) {
-			t.Fatal("the full-disk scenario did not run")
-		}
+	if !inMountNamespace(t, "TestFaultsFullDisk") {
 		return
 	}
 	l := newFaultLabOn(t, "4m", 3, 20, 64<<20)

@@ -988,9 +988,11 @@ func (g *guardian) recordEscapes() {
 const receiptPatience = time.Minute
 
 // mayPass reports whether err is a write that failed for want of space
-// or of descriptors (the system's table full), which waiting may give.
+// or of descriptors (the system's table full), or on a file system
+// mounted read-only, which waiting may give.
 func mayPass(err error) bool {
-	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
+		errors.Is(err, unix.EROFS)
 }
 
 // noteStateError keeps the outcome of the last write of the record, for
@@ -1071,7 +1073,8 @@ func (g *guardian) finish(cause drainCause) {
 	fault.Point("guardian:after_receipt")
 	close(g.receipted)
 	// A receipt that could not be stored for want of space (a full disk, a
-	// quota) or of descriptors is never given up: the guardian stays,
+	// quota) or of descriptors, or on a file system remounted read-only,
+	// is never given up: the guardian stays,
 	// answering with it, and stores it once it can. Any other failure (the
 	// directory moved away, an entry planted in it) may be put right by
 	// hand, but need not be: that is tried for receiptPatience. Exiting at

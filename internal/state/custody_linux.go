@@ -67,6 +67,15 @@ func (d *Dir) Custody(id string) Custody {
 	return CustodyOpen
 }
 
+// ReadOnly reports whether the state directory's file system is mounted
+// read-only, where no fence can be changed: a guardian that drained and
+// cannot store its receipt cannot give its custody up either, so readers
+// ask it instead of trusting a record that says running.
+func (d *Dir) ReadOnly() bool {
+	var st unix.Statfs_t
+	return unix.Statfs(d.Path, &st) == nil && st.Flags&unix.ST_RDONLY != 0
+}
+
 // GiveUpCustody takes the write bit away from the fence of monitor id, for
 // good. A directory without a fence has nothing to give up.
 func (d *Dir) GiveUpCustody(id string) error {
