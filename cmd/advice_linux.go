@@ -126,6 +126,8 @@ func advice(pe *protocol.Error) string {
 			return "the user's inotify watches are used up: raise fs.inotify.max_user_watches (sysctl) or end other watchers, then retry"
 		case errors.Is(pe, syscall.ENOSPC) || errors.Is(pe, syscall.EDQUOT):
 			return "the file system of the state directory is full (or the quota is spent): free space there, then retry; the monitors still running keep their custody meanwhile"
+		case errors.Is(pe, syscall.EROFS):
+			return "the file system of the state directory is mounted read-only: remount it read-write, then retry; the monitors still running keep their custody meanwhile"
 		}
 	}
 	return ""

@@ -85,6 +85,8 @@ func TestAdvise(t *testing.T) {
 		{protocol.Errorf(protocol.CodeInternal, "boom"), "boom"},
 		{protocol.AsError(fmt.Errorf("write record.json: %w", &os.PathError{Op: "write", Path: "/s/x", Err: syscall.ENOSPC})),
 			"write record.json: write /s/x: no space left on device; the file system of the state directory is full (or the quota is spent): free space there, then retry; the monitors still running keep their custody meanwhile"},
+		{protocol.AsError(fmt.Errorf("create run default: %w", &os.PathError{Op: "mkdir", Path: "/s/runs/x", Err: syscall.EROFS})),
+			"create run default: mkdir /s/runs/x: read-only file system; the file system of the state directory is mounted read-only: remount it read-write, then retry; the monitors still running keep their custody meanwhile"},
 		{protocol.AsError(fmt.Errorf("watch /s/m_x: %w", os.NewSyscallError("inotify_add_watch", syscall.ENOSPC))),
 			"watch /s/m_x: inotify_add_watch: no space left on device; the user's inotify watches are used up: raise fs.inotify.max_user_watches (sysctl) or end other watchers, then retry"},
 		{protocol.Errorf(protocol.CodeRunEnded, "run r_x has ended; see procmon run show"), "run r_x has ended; see procmon run show"},

@@ -132,6 +132,10 @@ func openErr(path string, err error) error {
 	case errors.Is(err, unix.ENXIO):
 		// O_WRONLY|O_NONBLOCK on a FIFO that nobody reads.
 		return unsafeEntry(path, "it is a FIFO, not a regular file")
+	case errors.Is(err, unix.EROFS), errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		// The file system's doing, not the entry's: said state_unsafe, it
+		// was advised to be inspected by hand.
+		return protocol.Errorf(protocol.CodeInternal, "open %s: %w", path, err).With("path", path)
 	}
 	return protocol.Errorf(protocol.CodeStateUnsafe, "open %s: %w", path, err).With("path", path)
 }
