@@ -27,7 +27,7 @@ import (
 
 // addNameFlag adds --name to a command that takes a monitor id.
 func addNameFlag(c *cobra.Command, env *Env, name *string) {
-	c.Flags().Var(nameValue{name}, "name", "the run's monitor started with this --name: the live one, else the last started (instead of an id)")
+	c.Flags().Var(nameValue{name}, "name", "the run's monitor started with this --name: the live one, else the last started; refused when ambiguous (instead of an id)")
 	c.RegisterFlagCompletionFunc("name", completeNames(env))
 }
 
@@ -190,7 +190,11 @@ func namedMonitors(dir *state.Dir, runID, name string) (live, ended []*state.Mon
 // Names are labels, not keys: several monitors may carry one. The live
 // one (no receipt yet) is meant, and two live ones are refused, listing
 // both; when none is live, the one started last, so that the logs and
-// status of a service that just ended are still one name away.
+// status of a service that just ended are still one name away. A live
+// one with an ended one started after it is refused too: a service
+// started again under its name while the old one ran, which then failed
+// (its port taken), would have had the old one's output taken for its
+// readiness.
 func resolveName(env *Env, g *globals, name string) (string, error) {
 	if name == "" {
 		// Else it would pick a monitor started without a name.
@@ -205,7 +209,13 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 		return "", err
 	}
 	live, ended := namedMonitors(&state.Dir{Path: path}, runID, name)
+	sort.Slice(ended, func(i, j int) bool { return ended[i].StartedAtMs > ended[j].StartedAtMs })
 	switch {
+	case len(live) == 1 && len(ended) > 0 && ended[0].StartedAtMs > live[0].StartedAtMs:
+		old, last := live[0], ended[0]
+		return "", protocol.Errorf(protocol.CodeInvalidRequest, "the name %q is ambiguous in run %s: %s (%s) runs, and %s (%s), started after it, has ended (%s); give the id instead",
+			name, runID, old.MonitorID, shellQuote(old.Argv), last.MonitorID, shellQuote(last.Argv), last.Receipt.Status).
+			With("field", "name").With("candidates", []string{old.MonitorID, last.MonitorID})
 	case len(live) == 1:
 		return live[0].MonitorID, nil
 	case len(live) > 1:
@@ -219,7 +229,6 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 		return "", protocol.Errorf(protocol.CodeInvalidRequest, "the name %q is ambiguous: %d live monitors of run %s carry it: %s; give the id instead", name, len(live), runID, strings.Join(desc, ", ")).
 			With("field", "name").With("candidates", cands)
 	case len(ended) > 0:
-		sort.Slice(ended, func(i, j int) bool { return ended[i].StartedAtMs > ended[j].StartedAtMs })
 		return ended[0].MonitorID, nil
 	}
 	return "", protocol.Errorf(protocol.CodeUnknownMonitor, "no monitor of run %s is named %q; see procmon list", runID, name).With("name", name).With("run_id", runID)

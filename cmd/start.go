@@ -207,8 +207,9 @@ func runStart(env *Env, g *globals, req startRequest) (*startResponse, error) {
 }
 
 // nameTakenWarnings warns when another live monitor of m's run carries
-// m's name: names are labels, not keys, so the start stands, but a name
-// that two live monitors carry is refused until all but one have ended.
+// m's name: names are labels, not keys, so the start stands, but the
+// name is refused until those started before this one have ended (see
+// resolveName).
 // (Two starts at once may both miss the other.) It reads every record,
 // so it runs once the start is decided, after the check for an
 // interrupt that the handoff's answer waits on.
@@ -223,7 +224,7 @@ func nameTakenWarnings(dir *state.Dir, m *state.Monitor) []string {
 	if len(others) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("the name %q is carried by live %s too: it names none of them until all but one have ended; use their ids", m.Name, strings.Join(others, ", "))}
+	return []string{fmt.Sprintf("the name %q is carried by live %s too: it names none of them until the older have ended, whether or not this one has; use their ids", m.Name, strings.Join(others, ", "))}
 }
 
 // drainInterrupted drains a monitor whose start was interrupted after
