@@ -507,11 +507,13 @@ func LiveCounters(ctx context.Context, dir *state.Dir, m *state.Monitor) Live {
 }
 
 // LiveCounters is LiveCounters for an observed monitor: its guardian is
-// asked only while the monitor runs or settles. One whose custody lapsed
-// (stopped, say) is not asked, which would hold the caller for the
-// ping's 2 s.
+// asked only while the monitor runs or settles, and is not stopped. One
+// whose custody lapsed, or that is stopped within its window, is not
+// asked, which would hold the caller for the ping's 2 s (a wait past its
+// timeout, for one).
 func (o *Observation) LiveCounters(ctx context.Context, dir *state.Dir) Live {
-	if o.Status != state.StatusRunning && o.Status != state.StatusSettling {
+	if o.Status != state.StatusRunning && o.Status != state.StatusSettling ||
+		!answering(o.Monitor.GuardianPID, o.Monitor.GuardianStartTicks) {
 		return Live{}
 	}
 	return LiveCounters(ctx, dir, o.Monitor)
