@@ -29,6 +29,9 @@ func flagError(c *cobra.Command, err error) error {
 		flag    string
 	)
 	switch {
+	case errors.As(err, &bad) && errors.Is(bad.Unwrap(), errGivenTwice):
+		flag = bad.GetFlag().Name
+		err = fmt.Errorf("--%s is given more than once, with different values; give it once", flag)
 	case errors.As(err, &bad):
 		flag = bad.GetFlag().Name
 		err = fmt.Errorf("invalid value %q for --%s: %s", bad.GetValue(), flag, valueProblem(bad.Unwrap()))
@@ -120,4 +123,46 @@ func nameTheFlag(c *cobra.Command, pe *protocol.Error) {
 	case !strings.Contains(pe.Message, "--"+flag):
 		pe.Message = "--" + flag + ": " + pe.Message
 	}
+}
+
+// onceOnly makes every flag of c and its subcommands that takes one value
+// refuse a second that differs: pflag keeps the last, so wait --output
+// NEVER --output tick waited for tick alone, and the JSON request a
+// command line stands for has each field once. The same value again says
+// the same (and cobra's completion parses the flags before the command
+// twice). Flags that gather values (--env, --secret-env) and switches
+// are left as they are.
+func onceOnly(c *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if _, done := f.Value.(*onceValue); done {
+			return
+		}
+		if _, many := f.Value.(pflag.SliceValue); many || f.Value.Type() == "count" || f.Value.Type() == "bool" {
+			return // a switch said twice says the same
+		}
+		f.Value = &onceValue{Value: f.Value, name: f.Name}
+	}
+	c.Flags().VisitAll(wrap)
+	c.PersistentFlags().VisitAll(wrap)
+	for _, sub := range c.Commands() {
+		onceOnly(sub)
+	}
+}
+
+var errGivenTwice = errors.New("given more than once")
+
+// onceValue is a flag's value that may be set once.
+type onceValue struct {
+	pflag.Value
+	name  string
+	set   bool
+	first string
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.set && s != v.first {
+		return errGivenTwice
+	}
+	v.set, v.first = true, s
+	return v.Value.Set(s)
 }

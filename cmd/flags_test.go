@@ -294,3 +294,51 @@ func TestFlagConflictsNameTheField(t *testing.T) {
 		t.Errorf("start at a terminal: exit %d %s, want details.field request", status, out.String())
 	}
 }
+
+// TestFlagsTakeOneValue: a flag that takes one value refuses a second
+// that differs (pflag kept the last: wait --output A --output B waited
+// for B alone), on every command, naming the flag; a flag that gathers
+// values (--env) takes several.
+func TestFlagsTakeOneValue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	checked := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.NonInheritedFlags().VisitAll(func(f *pflag.Flag) {
+			if _, once := f.Value.(*onceValue); !once {
+				return
+			}
+			value := "x"
+			switch {
+			case f.Name == "format":
+				value = "json"
+			case f.Value.Type() == "int", f.Value.Type() == "int64", f.Value.Type() == "duration":
+				value = "1"
+			}
+			path := strings.Fields(c.CommandPath())[1:]
+			other := value + "0"
+			if f.Name == "format" {
+				other = "text"
+			}
+			args := append(append([]string{}, path...), "--"+f.Name, value, "--"+f.Name, other)
+			status, resp, raw := runIn(t, dir, "", args...)
+			want := "--" + f.Name + " is given more than once, with different values; give it once (see " + c.CommandPath() + " --help)"
+			msg, _ := resp["error"].(map[string]any)["message"].(string)
+			if status != 2 || errorCode(resp) != "invalid_request" || msg != want {
+				t.Errorf("%v: exit %d %s\nwant exit 2, invalid_request: %s", args, status, raw, want)
+			}
+			checked++
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(testEnv(dir, &bytes.Buffer{}, &bytes.Buffer{}), &globals{}))
+	if checked < 20 {
+		t.Fatalf("checked %d flags; the commands have more than 20 that take one value", checked)
+	}
+	// Without a command start refuses the request, after the flags.
+	if _, _, raw := runIn(t, dir, "", "start", "--env", "A=1", "--env", "B=2"); strings.Contains(raw, "more than once") {
+		t.Errorf("--env given twice: %s", raw)
+	}
+}

@@ -209,6 +209,7 @@ Start with: procmon configure --enable`,
 		}
 	}
 	typeErrors(root)
+	onceOnly(root)
 	return root
 }
 

@@ -68,7 +68,7 @@ deadline counted from now: 30s, 10m, 2h, or a plain number of seconds.
 A --name labels the service, to name it by later (procmon logs api, or
 --name api): up to 64 bytes of UTF-8 without control characters, not
 beginning or ending with a space, and not starting with "m_", which
-begins a monitor id.
+begins a monitor id, nor with "-", which begins a flag.
 
 Start services in the foreground (nginx -g 'daemon off;', redis-server
 --daemonize no): custody ends when the command exits, and what it leaves
