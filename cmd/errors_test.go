@@ -58,6 +58,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 		{"wrong nested type", `{"request": {"argv": ["sleep"], "env": {"A": 1}}}`, []string{"start"}, "invalid_request", 2, `env`},
 		{"missing request", `{}`, []string{"start"}, "invalid_request", 2, `"request"`},
 		{"empty argv", `{"request": {"argv": []}}`, []string{"start"}, "invalid_request", 2, `"argv"`},
+		{"dash, no command", "", []string{"start", "--"}, "invalid_request", 2, `field \"argv\" is required`},
 		{"zero timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 0}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
 		{"fractional timeout", `{"request": {"argv": ["sleep"], "timeout_seconds": 1.5}}`, []string{"start"}, "invalid_request", 2, "timeout_seconds"},
 		{"short secret", `{"request": {"argv": ["sleep"], "secrets": ["hunter2"]}}`, []string{"start"}, "invalid_request", 2, "secrets[0]"},

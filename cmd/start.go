@@ -88,7 +88,9 @@ bytes of a secret (or of a secret's line) is stored, and seen by logs
 and wait, once more output comes; if none comes before the service
 ends, such a tail of three bytes or more is stored as [REDACTED].`,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 0 || flagsUsed(c) {
+			// A "--" says a command follows: none is errNoArgv, not a
+			// request to read from stdin.
+			if len(args) > 0 || flagsUsed(c) || c.ArgsLenAtDash() == 0 {
 				req.Argv = args
 				if c.Flags().Changed("timeout") {
 					req.TimeoutSeconds = &timeout

@@ -108,6 +108,10 @@ service keeps running.`,
 					if id, err = oneMonitorArg(env, g, args, name); err != nil {
 						return err
 					}
+				} else {
+					// The request's own message ("field monitor_id is
+					// required") speaks of JSON to a person at flags.
+					return protocol.Errorf(protocol.CodeInvalidRequest, "name the monitor to wait on: %s ID|NAME, or --name NAME (see %s --help)", c.CommandPath(), c.CommandPath()).With("field", "monitor_id")
 				}
 				if cond, err = conditionFromFlags(c, output, exit, file, digest); err != nil {
 					return err

@@ -123,6 +123,7 @@ func TestWaitRefusals(t *testing.T) {
 		{"sha256 without file", "", []string{"wait", id, "--output", "x", "--sha256", strings.Repeat("a", 64)}, "invalid_request", 2, "--file"},
 		{"empty output", "", []string{"wait", id, "--output", ""}, "invalid_condition", 2, "empty"},
 		{"unknown monitor", "", []string{"wait", id, "--exit"}, "unknown_monitor", 4, "no monitor"},
+		{"flags, no monitor", "", []string{"wait", "--output", "x", "--timeout", "1"}, "invalid_request", 2, "name the monitor to wait on: procmon wait ID|NAME, or --name NAME"},
 	}
 	checkRefusals(t, dir, cases, []string{"wait"})
 }
