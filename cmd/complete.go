@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"procmon/internal/state"
 )
@@ -165,4 +166,30 @@ func readOnlyState(env *Env) (*state.Dir, bool) {
 		return nil, false
 	}
 	return &state.Dir{Path: path}, true
+}
+
+// pathFlags are the flags whose value is a path, which the shell
+// completes from the file system.
+var pathFlags = []string{"cwd", "file"}
+
+// valuesAreNoFiles keeps the shells from offering file names for the
+// value of a flag that takes none (--tail 50, --since 5m, --output
+// TEXT): cobra's default for a flag without a completion of its own is
+// the shell's file completion.
+func valuesAreNoFiles(c *cobra.Command) {
+	// c.Flags and c.PersistentFlags, not c.LocalFlags, which would merge
+	// the parents' flags in and give every usage line a "[flags]".
+	register := func(f *pflag.Flag) {
+		if slices.Contains(pathFlags, f.Name) || f.Value.Type() == "bool" {
+			return
+		}
+		if _, ok := c.GetFlagCompletionFunc(f.Name); !ok {
+			c.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions)
+		}
+	}
+	c.Flags().VisitAll(register)
+	c.PersistentFlags().VisitAll(register)
+	for _, sub := range c.Commands() {
+		valuesAreNoFiles(sub)
+	}
 }

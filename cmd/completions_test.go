@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -178,5 +179,43 @@ func TestNamesCompleteAsArguments(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("__complete %q offered %q, want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestFlagValuesCompleteNoFiles: the value of a flag that takes no path
+// is never completed from the file system (cobra's default is the shell's
+// file completion); --cwd and --file keep it, and -o offers its two
+// formats.
+func TestFlagValuesCompleteNoFiles(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	directive := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		if status := Run(append([]string{"__complete"}, args...), testEnv(stateDir, &out, &errOut)); status != 0 {
+			t.Fatalf("__complete %q: exit %d: %s%s", args, status, out.String(), errOut.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		return lines[len(lines)-1]
+	}
+	noFiles := fmt.Sprintf(":%d", cobra.ShellCompDirectiveNoFileComp)
+	files := fmt.Sprintf(":%d", cobra.ShellCompDirectiveDefault)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "web", "--tail", ""}, noFiles},
+		{[]string{"logs", "web", "--since", ""}, noFiles},
+		{[]string{"wait", "web", "--timeout", ""}, noFiles},
+		{[]string{"wait", "web", "--output", ""}, noFiles},
+		{[]string{"cancel", "web", "--grace", ""}, noFiles},
+		{[]string{"exec", "--depends-on", ""}, noFiles},
+		{[]string{"start", "--cwd", ""}, files},
+		{[]string{"wait", "web", "--file", ""}, files},
+	} {
+		if got := directive(tc.args...); got != tc.want {
+			t.Errorf("__complete %q: directive %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	if got := completeInProcess(t, stateDir, "list", "-o", ""); strings.Join(got, " ") != "json text" {
+		t.Errorf("-o offered %q, want json and text", got)
 	}
 }

@@ -179,6 +179,7 @@ Start with: procmon configure --enable`,
 	root.PersistentFlags().StringVarP(&g.format, "format", "o", "", "json or text (default: text on a terminal, else json)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print the JSON response even on a terminal (same as -o json)")
 	root.RegisterFlagCompletionFunc("run", completeRunIDs(env))
+	root.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"json", "text"}, cobra.ShellCompDirectiveNoFileComp))
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newConfigureCmd(env, g),
@@ -210,6 +211,7 @@ Start with: procmon configure --enable`,
 	}
 	typeErrors(root)
 	onceOnly(root)
+	valuesAreNoFiles(root)
 	return root
 }
 
