@@ -200,6 +200,8 @@ Start with: procmon configure --enable`,
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.InitDefaultCompletionCmd()
+	// Made now rather than at Execute, so that the man page lists it.
+	root.InitDefaultVersionFlag()
 	// A word that is no subcommand of a group (run frob, completion tcsh)
 	// is a usage error, as at the top level, not the group's help with
 	// exit status 0.
