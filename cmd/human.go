@@ -318,7 +318,14 @@ func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
 		row("pid", "%d (group %d)", v.PID, v.PGID)
 	}
 	row("run", "%s, command %d", v.RunID, v.CommandOrdinal)
-	row("output", "%s captured", byteCount(v.CapturedBytes))
+	if v.LogBytes < v.CapturedBytes && (v.Receipt != nil || v.LogBytesLost > 0) {
+		// Past the output cap, or lost to a full disk: the log keeps less
+		// than was captured, and logs shows what it keeps. (A live
+		// record's two counts may be a write apart.)
+		row("output", "%s captured, %s stored", byteCount(v.CapturedBytes), byteCount(v.LogBytes))
+	} else {
+		row("output", "%s captured", byteCount(v.CapturedBytes))
+	}
 	if v.WorkDeadlineMs != nil && v.Receipt == nil {
 		row("deadline", "in %s", until(now, *v.WorkDeadlineMs))
 	}

@@ -490,3 +490,24 @@ func TestTruncationNote(t *testing.T) {
 		}
 	}
 }
+
+// TestViewMonitorSaysWhatTheLogKeeps: past the output cap the log keeps
+// less than was captured, which status says, so that logs showing less
+// is no surprise; a live record's counts, a write apart, say nothing.
+func TestViewMonitorSaysWhatTheLogKeeps(t *testing.T) {
+	for _, c := range []struct {
+		v    monitorView
+		want string
+	}{
+		{monitorView{MonitorID: "m_a", Status: state.StatusOutputLimit, CapturedBytes: 1100000, LogBytes: 1000000, Receipt: &state.Receipt{}}, "output    1.1 MB captured, 1.0 MB stored\n"},
+		{monitorView{MonitorID: "m_b", Status: state.StatusRunning, CapturedBytes: 900, LogBytes: 500, LogBytesLost: 400}, "output    900 B captured, 500 B stored\n"},
+		{monitorView{MonitorID: "m_c", Status: state.StatusRunning, CapturedBytes: 900, LogBytes: 500}, "output    900 B captured\n"},
+		{monitorView{MonitorID: "m_d", Status: state.StatusExited, CapturedBytes: 900, LogBytes: 900, Receipt: &state.Receipt{}}, "output    900 B captured\n"},
+	} {
+		var b strings.Builder
+		viewMonitor(&b, palette{}, time.UnixMilli(0), &c.v)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s:\n%s\nwant a line %q", c.v.MonitorID, b.String(), c.want)
+		}
+	}
+}
