@@ -153,12 +153,20 @@ of the monitors it drained and a count of those that had ended before.
 Monitors whose custody is unverified are listed under errors: settle
 them with procmon reconcile. Ending is final, for the run "default" too:
 commands without --run or PROCMON_RUN are then refused until a run made
-with procmon run new is selected. Ctrl-C (or Ctrl-\), SIGTERM or SIGHUP
+with procmon run new is selected. At a terminal, run end with no run
+selected (no RUN_ID, --run or PROCMON_RUN) is refused: name the run,
+default too, to end it. Ctrl-C (or Ctrl-\), SIGTERM or SIGHUP
 ends the waiting with the error wait_interrupted and exit status 130;
 each guardian finishes a drain it has begun.`,
 		Args:              atMostOne("run_id", "run id"),
 		ValidArgsFunction: completeRunIDs(env),
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 && env.StdinIsTerminal && g.run == "" && env.Getenv("PROCMON_RUN") == "" {
+				// A person who typed run end to see what it does would
+				// end "default" for good, and every later command of
+				// theirs would need a run selected.
+				return protocol.Errorf(protocol.CodeInvalidRequest, "run end with no run selected would end the run %q for good: every later command would then need --run or PROCMON_RUN; to mean it, name it: procmon run end %s", state.DefaultRun, state.DefaultRun).With("field", "run_id")
+			}
 			id, err := requestedRun(env, g, c, args)
 			if err != nil {
 				return err
