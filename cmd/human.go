@@ -172,7 +172,9 @@ func render(env *Env, g *globals, v any) error {
 	case configureResponse:
 		viewConfigure(&b, p, r)
 	case runView:
+		// run new: a new run is used only once selected.
 		viewRun(&b, p, now, &r)
+		fmt.Fprintf(&b, "%s\n", p.dim("  select it: export PROCMON_RUN="+r.RunID+"   (or --run "+r.RunID+")"))
 	case *runView:
 		viewRun(&b, p, now, r)
 		viewRunDetails(&b, r)

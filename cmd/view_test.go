@@ -511,3 +511,18 @@ func TestViewMonitorSaysWhatTheLogKeeps(t *testing.T) {
 		}
 	}
 }
+
+// TestViewRunNewSaysHowToSelectIt: a new run is used only once selected,
+// which run new at a terminal says how to do.
+func TestViewRunNewSaysHowToSelectIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	runIn(t, dir, "", "configure", "--enable")
+	var out, errOut bytes.Buffer
+	if status := Run([]string{"run", "new", "-o", "text"}, testEnv(dir, &out, &errOut)); status != 0 {
+		t.Fatalf("run new: exit %d: %s%s", status, out.String(), errOut.String())
+	}
+	id := strings.Fields(out.String())[1]
+	if want := "  select it: export PROCMON_RUN=" + id + "   (or --run " + id + ")\n"; !strings.HasPrefix(id, "r_") || !strings.HasSuffix(out.String(), want) {
+		t.Errorf("run new showed:\n%s\nwant it to end with %q", out.String(), want)
+	}
+}
