@@ -6,8 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -100,47 +98,10 @@ func parseStat(pid int, buf []byte) (procStat, error) {
 			return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, e)
 		}
 	}
-	s.startTicks = uint64(int64(s.startTicks) - bootOffsetTicks())
+	// On the initial time namespace's clock, as every record holds it.
+	s.startTicks = uint64(int64(s.startTicks) - state.TicksOffset())
 	return s, nil
 }
-
-// bootOffsetTicks is how far this process's boot-time clock runs ahead of
-// the initial time namespace's, in clock ticks. The kernel gives a start
-// time in /proc/PID/stat on the reader's clock: a reader in a time
-// namespace (unshare --time, a container restored by CRIU) saw every
-// process start that much later, and took an owner for exited and a live
-// guardian for gone, so that a status there ended a run and drained its
-// services. Every start time procmon reads is taken back to the initial
-// namespace's clock, and so is every one a record holds.
-//
-// /proc/self/timens_offsets shows the namespace this process's children
-// are made in, which is its own unless it called unshare without an exec
-// since (procmon does not). An offset that is not a whole tick (10 ms;
-// unshare takes whole seconds) may leave a start time one tick off: the
-// kernel rounds the sum. 0 where the kernel has no time namespaces.
-var bootOffsetTicks = sync.OnceValue(func() int64 {
-	b, err := os.ReadFile("/proc/self/timens_offsets")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) != 3 || f[0] != "boottime" {
-			continue
-		}
-		sec, err1 := strconv.ParseInt(f[1], 10, 64)
-		nsec, err2 := strconv.ParseInt(f[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0
-		}
-		// USER_HZ, the unit of /proc/PID/stat's times, is 100 on every
-		// architecture procmon builds for.
-		return sec*userHZ + nsec/(1e9/userHZ)
-	}
-	return 0
-})
-
-const userHZ = 100
 
 // StartTicks returns a process's start time in clock ticks since boot:
 // with the pid, it names one process for the life of the boot.

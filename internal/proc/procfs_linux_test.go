@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"procmon/internal/state"
 )
 
 func TestParseStat(t *testing.T) {
@@ -205,7 +207,7 @@ func TestStartTicksAcrossTimeNamespaces(t *testing.T) {
 	if _, err := fmt.Sscan(string(out), &got, &shown); err != nil {
 		t.Fatalf("%q: %v", out, err)
 	}
-	if shown != want+1000*userHZ {
+	if shown != want+1000*state.UserHZ {
 		t.Fatalf("/proc showed %d in the namespace, %d outside: the namespace's offset did not apply", shown, want)
 	}
 	if got != want {

@@ -40,6 +40,9 @@ var (
 // encodeRecord is v as a checksummed record of the given kind, one line,
 // as json.Marshal writes it.
 func encodeRecord(kind string, v any) ([]byte, error) {
+	if r, ok := v.(startTimes); ok {
+		*r.ticksClock() = TicksInitial
+	}
 	body, ok := appendGenerated(make([]byte, 0, 1024), v)
 	if !ok {
 		var err error
@@ -102,13 +105,15 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 	if env.Checksum != checksum(env.Body) {
 		return corrupt("checksum mismatch")
 	}
-	if decodeGenerated(env.Body, v) {
-		return nil
+	if !decodeGenerated(env.Body, v) {
+		dec := json.NewDecoder(bytes.NewReader(env.Body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return corrupt("body: " + err.Error())
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(env.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return corrupt("body: " + err.Error())
+	if r, ok := v.(startTimes); ok {
+		fromWritersClock(r, TicksOffset())
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ type Monitor struct {
 
 	GuardianPID        int    `json:"guardian_pid"`
 	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
+	// TicksClock says which clock the start times are on: TicksInitial,
+	// or "" in a record of an earlier procmon (see startTimes).
+	TicksClock string `json:"ticks_clock,omitempty"`
 
 	AdmittedAtMs         int64 `json:"admitted_at_ms"`
 	StartedAtMs          int64 `json:"started_at_ms"`
@@ -188,6 +191,8 @@ type Maker struct {
 	GuardianPID        int    `json:"guardian_pid"`
 	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
 	BootID             string `json:"boot_id"`
+	// TicksClock says which clock the start times are on (TicksInitial).
+	TicksClock string `json:"ticks_clock,omitempty"`
 	// Session and SessionTicks name the session the processes live in
 	// when it is not the guardian's: a foreground command's (procmon
 	// exec), which leads a session of its own while the exec process
@@ -214,6 +219,8 @@ func (mk *Maker) SessionOf() (int, uint64) {
 type TraceEscapes struct {
 	EscapedSessions          []EscapedSession `json:"escaped_sessions"`
 	EscapedSessionsTruncated bool             `json:"escaped_sessions_truncated,omitempty"`
+	// TicksClock says which clock the start times are on (TicksInitial).
+	TicksClock string `json:"ticks_clock,omitempty"`
 }
 
 // EscapesName is the file of a foreground command's trace directory that
@@ -273,6 +280,7 @@ func (d *Dir) CreateMonitorDir(id string, maker Maker) (err error) {
 	if err != nil {
 		return fmt.Errorf("create the first record's temp file: %w", err)
 	}
+	maker.TicksClock = TicksInitial
 	data, ok := appendGenerated(nil, &maker)
 	if !ok {
 		var err error
@@ -314,11 +322,12 @@ func (d *Dir) LoadMaker(id string) (*Maker, error) {
 	line, _, _ := bytes.Cut(data, []byte{'\n'})
 	var mk Maker
 	if (decodeGenerated(line, &mk) || json.Unmarshal(line, &mk) == nil) && mk.GuardianPID > 1 {
+		fromWritersClock(&mk, TicksOffset())
 		return &mk, nil
 	}
 	var m Monitor
 	if err := decodeRecord(filepath.Join(mdir, firstRecordTemp), "monitor", line, &m); err == nil && m.GuardianPID > 1 {
-		return &Maker{GuardianPID: m.GuardianPID, GuardianStartTicks: m.GuardianStartTicks, BootID: m.BootID}, nil
+		return &Maker{GuardianPID: m.GuardianPID, GuardianStartTicks: m.GuardianStartTicks, BootID: m.BootID, TicksClock: m.TicksClock}, nil
 	}
 	return nil, fmt.Errorf("monitor directory %s names no maker", id)
 }

@@ -61,6 +61,10 @@ func jsonAppendMonitor(b []byte, v *Monitor) []byte {
 	b = protocol.AppendInt(b, v.GuardianPID)
 	b = append(b, `,"guardian_start_ticks":`...)
 	b = protocol.AppendUint(b, v.GuardianStartTicks)
+	if v.TicksClock != "" {
+		b = append(b, `,"ticks_clock":`...)
+		b = protocol.AppendString(b, v.TicksClock, true)
+	}
 	b = append(b, `,"admitted_at_ms":`...)
 	b = protocol.AppendInt(b, v.AdmittedAtMs)
 	b = append(b, `,"started_at_ms":`...)
@@ -162,6 +166,10 @@ func jsonAppendRun(b []byte, v *Run) []byte {
 		b = append(b, `,"end_reason":`...)
 		b = protocol.AppendString(b, v.EndReason, true)
 	}
+	if v.TicksClock != "" {
+		b = append(b, `,"ticks_clock":`...)
+		b = protocol.AppendString(b, v.TicksClock, true)
+	}
 	return append(b, '}')
 }
 
@@ -209,6 +217,10 @@ func jsonAppendMaker(b []byte, v *Maker) []byte {
 	b = protocol.AppendUint(b, v.GuardianStartTicks)
 	b = append(b, `,"boot_id":`...)
 	b = protocol.AppendString(b, v.BootID, true)
+	if v.TicksClock != "" {
+		b = append(b, `,"ticks_clock":`...)
+		b = protocol.AppendString(b, v.TicksClock, true)
+	}
 	if v.Session != 0 {
 		b = append(b, `,"session":`...)
 		b = protocol.AppendInt(b, v.Session)
@@ -238,6 +250,10 @@ func jsonAppendTraceEscapes(b []byte, v *TraceEscapes) []byte {
 	if bool(v.EscapedSessionsTruncated) {
 		b = append(b, `,"escaped_sessions_truncated":`...)
 		b = strconv.AppendBool(b, v.EscapedSessionsTruncated)
+	}
+	if v.TicksClock != "" {
+		b = append(b, `,"ticks_clock":`...)
+		b = protocol.AppendString(b, v.TicksClock, true)
 	}
 	return append(b, '}')
 }
@@ -282,6 +298,8 @@ func jsonDecodeMonitor(r gjson.Result, v *Monitor) bool {
 			return protocol.DecodeInt[int](r, &v.GuardianPID)
 		case "guardian_start_ticks":
 			return protocol.DecodeUint[uint64](r, &v.GuardianStartTicks)
+		case "ticks_clock":
+			return protocol.DecodeString[string](r, &v.TicksClock)
 		case "admitted_at_ms":
 			return protocol.DecodeInt[int64](r, &v.AdmittedAtMs)
 		case "started_at_ms":
@@ -340,6 +358,8 @@ func jsonDecodeRun(r gjson.Result, v *Run) bool {
 			return protocol.DecodePointer(r, &v.EndedAtMs, protocol.DecodeInt[int64])
 		case "end_reason":
 			return protocol.DecodeString[string](r, &v.EndReason)
+		case "ticks_clock":
+			return protocol.DecodeString[string](r, &v.TicksClock)
 		}
 		return false
 	})
@@ -378,6 +398,8 @@ func jsonDecodeMaker(r gjson.Result, v *Maker) bool {
 			return protocol.DecodeUint[uint64](r, &v.GuardianStartTicks)
 		case "boot_id":
 			return protocol.DecodeString[string](r, &v.BootID)
+		case "ticks_clock":
+			return protocol.DecodeString[string](r, &v.TicksClock)
 		case "session":
 			return protocol.DecodeInt[int](r, &v.Session)
 		case "session_ticks":
@@ -394,6 +416,8 @@ func jsonDecodeTraceEscapes(r gjson.Result, v *TraceEscapes) bool {
 			return protocol.DecodeSlice(r, &v.EscapedSessions, jsonDecodeEscapedSession)
 		case "escaped_sessions_truncated":
 			return protocol.DecodeBool[bool](r, &v.EscapedSessionsTruncated)
+		case "ticks_clock":
+			return protocol.DecodeString[string](r, &v.TicksClock)
 		}
 		return false
 	})
