@@ -29,7 +29,9 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procStat{pid: 4242, state: 'S', ppid: 1, pgrp: 4242, session: 4000, threads: 3, startTicks: 987654}
+	// On the initial time namespace's clock, whatever namespace the test
+	// runs in.
+	want := procStat{pid: 4242, state: 'S', ppid: 1, pgrp: 4242, session: 4000, threads: 3, startTicks: uint64(987654 - state.TicksOffset())}
 	if got != want {
 		t.Fatalf("parseStat = %+v, want %+v", got, want)
 	}
