@@ -48,10 +48,10 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	}
 	if o.lapsed() && answering(m.GuardianPID, m.GuardianStartTicks) {
 		o.askGuardian(dir, custody)
-	} else if o.Status == state.StatusRunning && dir.ReadOnly() && answering(m.GuardianPID, m.GuardianStartTicks) {
+	} else if (o.Status == state.StatusRunning || o.Status == state.StatusSettling) && dir.ReadOnly() && answering(m.GuardianPID, m.GuardianStartTicks) {
 		// On a read-only file system a guardian that drained could not
-		// close its fence: the record said running until its window
-		// lapsed, and a cancel's receipt was not shown. A statfs per look
+		// close its fence: the record said running (or settling) until
+		// its window lapsed, and a cancel's receipt was not shown. A statfs per look
 		// is what finding this out costs everyone else.
 		o.askGuardian(dir, custody)
 	}
