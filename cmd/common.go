@@ -257,6 +257,9 @@ func untilInterrupted[T any](env *Env, what, check string, op func() (T, error))
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
+		// A second interrupt must not cut the answer short: the signals
+		// stay caught, and ignored, until the process exits.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		var zero T
 		elapsed := env.Now().Sub(start).Milliseconds()
 		return zero, protocol.Errorf(protocol.CodeWaitInterrupted,

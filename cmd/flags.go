@@ -151,18 +151,25 @@ func onceOnly(c *cobra.Command) {
 
 var errGivenTwice = errors.New("given more than once")
 
-// onceValue is a flag's value that may be set once.
+// onceValue is a flag's value that may be set once, or again to the
+// same value however written (--timeout 1s --timeout 1).
 type onceValue struct {
 	pflag.Value
-	name  string
-	set   bool
-	first string
+	name     string
+	set      bool
+	firstArg string // the first value as given
+	first    string // and as it was taken
 }
 
 func (v *onceValue) Set(s string) error {
-	if v.set && s != v.first {
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	if v.set && v.Value.String() != v.first {
+		// The refusal is answered as the first asked (-o json -o text).
+		v.Value.Set(v.firstArg)
 		return errGivenTwice
 	}
-	v.set, v.first = true, s
-	return v.Value.Set(s)
+	v.set, v.firstArg, v.first = true, s, v.Value.String()
+	return nil
 }

@@ -323,7 +323,8 @@ func TestFlagsTakeOneValue(t *testing.T) {
 			args := append(append([]string{}, path...), "--"+f.Name, value, "--"+f.Name, other)
 			status, resp, raw := runIn(t, dir, "", args...)
 			want := "--" + f.Name + " is given more than once, with different values; give it once (see " + c.CommandPath() + " --help)"
-			msg, _ := resp["error"].(map[string]any)["message"].(string)
+			e, _ := resp["error"].(map[string]any)
+			msg, _ := e["message"].(string)
 			if status != 2 || errorCode(resp) != "invalid_request" || msg != want {
 				t.Errorf("%v: exit %d %s\nwant exit 2, invalid_request: %s", args, status, raw, want)
 			}

@@ -278,7 +278,7 @@ func saveMonitor(t *testing.T, stateDir, id, run, name string, started int64, en
 		t.Fatal(err)
 	}
 	m := &state.Monitor{
-		MonitorID: id, RunID: run, Name: name, Argv: []string{"sleep", name}, Cwd: "/w/" + name, StartedAtMs: started,
+		MonitorID: id, RunID: run, Name: name, Argv: []string{"sleep", name}, Cwd: "/w/" + name, StartedAtMs: started, CommandOrdinal: started,
 		PID: 4242, PGID: 4242, GuardianPID: 1 << 22, BootID: state.BootID(),
 		Phase: state.PhaseRunning, OwnershipExpiresAtMs: 1 << 62,
 	}

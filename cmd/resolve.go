@@ -209,9 +209,11 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 		return "", err
 	}
 	live, ended := namedMonitors(&state.Dir{Path: path}, runID, name)
-	sort.Slice(ended, func(i, j int) bool { return ended[i].StartedAtMs > ended[j].StartedAtMs })
+	// In the order of their starts: the command ordinal is taken under
+	// the run's lock, where a wall clock may step back.
+	sort.Slice(ended, func(i, j int) bool { return ended[i].CommandOrdinal > ended[j].CommandOrdinal })
 	switch {
-	case len(live) == 1 && len(ended) > 0 && ended[0].StartedAtMs > live[0].StartedAtMs:
+	case len(live) == 1 && len(ended) > 0 && ended[0].CommandOrdinal > live[0].CommandOrdinal:
 		old, last := live[0], ended[0]
 		return "", protocol.Errorf(protocol.CodeInvalidRequest, "the name %q is ambiguous in run %s: %s (%s) runs, and %s (%s), started after it, has ended (%s); give the id instead",
 			name, runID, old.MonitorID, shellQuote(old.Argv), last.MonitorID, shellQuote(last.Argv), last.Receipt.Status).
@@ -219,7 +221,7 @@ func resolveName(env *Env, g *globals, name string) (string, error) {
 	case len(live) == 1:
 		return live[0].MonitorID, nil
 	case len(live) > 1:
-		sort.Slice(live, func(i, j int) bool { return live[i].StartedAtMs < live[j].StartedAtMs })
+		sort.Slice(live, func(i, j int) bool { return live[i].CommandOrdinal < live[j].CommandOrdinal })
 		var cands []string
 		var desc []string
 		for _, m := range live {

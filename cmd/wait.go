@@ -219,6 +219,8 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		}
 	}
 	interrupted := func() error {
+		// A second interrupt must not cut the answer short.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		elapsed := env.Now().Sub(start).Milliseconds()
 		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; "+serviceRunsOn, id, elapsed).
 			With("monitor_id", id).With("elapsed_ms", elapsed)
