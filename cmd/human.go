@@ -257,11 +257,20 @@ func reportError(env *Env, pe *protocol.Error) {
 }
 
 func viewStart(b *strings.Builder, p palette, r *startResponse) {
-	fmt.Fprintf(b, "started %s %s (pid %d, command %d of run %s): %s\n",
-		p.bold(labelOf(r.Name, r.MonitorID)), r.MonitorID, r.PID, r.CommandOrdinal, r.RunID, shellQuote(r.Argv))
+	fmt.Fprintf(b, "started %s (pid %d, command %d of run %s): %s\n",
+		nameAndID(p, r.Name, r.MonitorID, " "), r.PID, r.CommandOrdinal, r.RunID, shellQuote(r.Argv))
 	for _, w := range r.Warnings {
 		fmt.Fprintf(b, "  warning: %s\n", w)
 	}
+}
+
+// nameAndID is a monitor's name in bold and its id, or its id in bold
+// when it has no name (its short id would only repeat the id's start).
+func nameAndID(p palette, name, id, sep string) string {
+	if name == "" {
+		return p.bold(id)
+	}
+	return p.bold(nameText(name)) + sep + id
 }
 
 // labelOf is what a person calls a monitor: its name, else its short id.
@@ -310,7 +319,7 @@ func statusText(status string, exitCode *int, signal *string, reason string) str
 
 func viewMonitor(b *strings.Builder, p palette, now time.Time, v *monitorView) {
 	status := statusText(v.Status, v.ExitCode, v.Signal, "")
-	fmt.Fprintf(b, "%s  %s  %s  started %s ago\n", p.bold(labelOf(v.Name, v.MonitorID)), v.MonitorID, p.status(status), age(now, v.StartedAtMs))
+	fmt.Fprintf(b, "%s  %s  started %s ago\n", nameAndID(p, v.Name, v.MonitorID, "  "), p.status(status), age(now, v.StartedAtMs))
 	row := func(k, format string, a ...any) { fmt.Fprintf(b, "  %-9s "+format+"\n", append([]any{k}, a...)...) }
 	row("argv", "%s", shellQuote(v.Argv))
 	row("cwd", "%s", quoteArg(v.Cwd))

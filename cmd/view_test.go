@@ -527,3 +527,18 @@ func TestViewRunNewSaysHowToSelectIt(t *testing.T) {
 		t.Errorf("run new showed:\n%s\nwant it to end with %q", out.String(), want)
 	}
 }
+
+// TestViewNamesOnlyOnce: a monitor without a name is shown by its id
+// alone, not by its short id and then its id.
+func TestViewNamesOnlyOnce(t *testing.T) {
+	var b strings.Builder
+	viewStart(&b, palette{}, &startResponse{MonitorID: "m_0g6wlns4ia83abcdefghijklmn", RunID: "default", PID: 7, CommandOrdinal: 1, Argv: []string{"sleep", "1"}})
+	if want := "started m_0g6wlns4ia83abcdefghijklmn (pid 7, command 1 of run default): sleep 1\n"; b.String() != want {
+		t.Errorf("start of an unnamed monitor:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	viewStart(&b, palette{}, &startResponse{MonitorID: "m_0g6wlns4ia83abcdefghijklmn", Name: "web", RunID: "default", PID: 7, CommandOrdinal: 1, Argv: []string{"sleep", "1"}})
+	if want := "started web m_0g6wlns4ia83abcdefghijklmn (pid 7, command 1 of run default): sleep 1\n"; b.String() != want {
+		t.Errorf("start of a named monitor:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
