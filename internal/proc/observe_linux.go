@@ -51,8 +51,8 @@ func Observe(dir *state.Dir, id string) (*Observation, error) {
 	} else if (o.Status == state.StatusRunning || o.Status == state.StatusSettling) && dir.ReadOnly() && answering(m.GuardianPID, m.GuardianStartTicks) {
 		// On a read-only file system a guardian that drained could not
 		// close its fence: the record said running (or settling) until
-		// its window lapsed, and a cancel's receipt was not shown. A statfs per look
-		// is what finding this out costs everyone else.
+		// its window lapsed, and a cancel's receipt was not shown. A
+		// statfs per look is what finding this out costs everyone else.
 		o.askGuardian(dir, custody)
 	}
 	if o.Status == state.StatusNeedsReconciliation && o.Monitor.Receipt == nil && !o.lapsed() {
