@@ -140,6 +140,12 @@ service keeps running.`,
 				began = func() { stopProgress = showProgress(env, id, cond) }
 			}
 			resp, err := runWait(ctx, env, id, cond, timeoutSeconds, began)
+			if ctx.Err() != nil {
+				// A second interrupt must not cut the answer short. Here
+				// only: procmon mcp runs runWait too, and ends its wait
+				// when its client cancels, while the server goes on.
+				signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			}
 			stopProgress()
 			if err != nil {
 				return err
@@ -219,8 +225,6 @@ func runWait(ctx context.Context, env *Env, id string, cond wait.Condition, time
 		}
 	}
 	interrupted := func() error {
-		// A second interrupt must not cut the answer short.
-		signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		elapsed := env.Now().Sub(start).Milliseconds()
 		return protocol.Errorf(protocol.CodeWaitInterrupted, "wait on %s was interrupted after %d ms; "+serviceRunsOn, id, elapsed).
 			With("monitor_id", id).With("elapsed_ms", elapsed)

@@ -383,6 +383,21 @@ func TestAgentMCPSession(t *testing.T) {
 	if st := callTool(t, session, schemas, "process_status", map[string]any{"monitor_id": leftID}); st["status"] != "running" {
 		t.Fatalf("after the wait was cancelled: %v", st)
 	}
+	// The server still answers SIGTERM, SIGINT and SIGHUP by ending its
+	// session: a cancelled wait once left them ignored for its life.
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", server.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			ignored, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			const hupIntTerm = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGTERM-1)
+			if err != nil || ignored&hupIntTerm != 0 {
+				t.Errorf("after a cancelled wait the server ignores signals %s", strings.TrimSpace(v))
+			}
+		}
+	}
 
 	// The client goes: the session's run ends and drains what it left.
 	session.Close()
