@@ -207,7 +207,6 @@ var schemaCatalog = &schema.Catalog{
 		"native_checkpoints": "The run uses native checkpoints, which refuse monitors.",
 		"owner":              "The process the run is bound to: when it exits every monitor of the run is drained (reason owner_exited). Absent: unbound.",
 		"start_ticks":        "The process's start time in clock ticks since boot, on the clock of the machine's initial time namespace: with pid it names one process, never a reuse of its pid.",
-		"ticks_clock":        "The clock owner.start_ticks is on: initial, the machine's initial time namespace's, whatever namespace procmon ran in.",
 		"ended_at_ms":        "When the run ended, in milliseconds since the Unix epoch. Absent while it is active.",
 		"end_reason":         "Why the run ended: run_ended or owner_exited. Absent while it is active.",
 		"budget_used":        "How many command slots of the run's budget starts and execs have taken.",

@@ -29,7 +29,6 @@ var hiddenMonitorFields = map[string]string{
 	"max_output_bytes":           "the run's policy, shown by run show",
 	"phase":                      "judged into status",
 	"ownership_clock":            "the clock the window is judged by, judged into status",
-	"ticks_clock":                "the clock of the start times, custody evidence",
 	"escaped_sessions":           "custody evidence, for reconcile",
 	"escaped_sessions_truncated": "custody evidence, for reconcile",
 	"ownership_expires_mono_ms": "the window's end on the clock it is judged by, judged into status; " +
@@ -45,7 +44,7 @@ func TestMonitorViewShowsTheRecord(t *testing.T) {
 	m := &state.Monitor{
 		MonitorID: "m_0123456789abcdefghij", RunID: "r_0123456789abcdefghij", Name: "web",
 		Argv: []string{"a", "b"}, Cwd: "/w", CommandOrdinal: 1, BootID: "boot", PID: 2, PGID: 3,
-		ChildStartTicks: 4, GuardianPID: 5, GuardianStartTicks: 6, TicksClock: state.TicksInitial, AdmittedAtMs: 7, StartedAtMs: 8,
+		ChildStartTicks: 4, GuardianPID: 5, GuardianStartTicks: 6, AdmittedAtMs: 7, StartedAtMs: 8,
 		HeartbeatSeq: 9, OwnershipExpiresAtMs: 10, OwnershipExpiresMonoMs: 16, OwnershipClock: "time:[1]", OwnerGraceMs: 11,
 		EscapedSessions: []state.EscapedSession{{SID: 17, Witnesses: []state.Witness{{PID: 19, StartTicks: 18}}}}, EscapedSessionsTruncated: true, WorkDeadlineMs: &deadline,
 		MaxOutputBytes: &limit, Phase: state.PhaseTerminal, CapturedBytes: 12, LogBytes: 13,

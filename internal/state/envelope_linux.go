@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 
@@ -21,6 +22,12 @@ type envelope struct {
 	Kind     string          `json:"kind"`
 	Checksum string          `json:"checksum"`
 	Body     json.RawMessage `json:"body"`
+	// TicksClock says which clock the body's start times are on
+	// (TicksInitial): "" in a record of an earlier procmon, or of a kind
+	// that holds none. It is the envelope's, not the body's: an earlier
+	// procmon reads an envelope leniently and a body strictly, so a new
+	// field in the body made every record it met damaged to it.
+	TicksClock string `json:"ticks_clock,omitempty"`
 }
 
 func checksum(body []byte) string {
@@ -40,9 +47,6 @@ var (
 // encodeRecord is v as a checksummed record of the given kind, one line,
 // as json.Marshal writes it.
 func encodeRecord(kind string, v any) ([]byte, error) {
-	if r, ok := v.(startTimes); ok {
-		*r.ticksClock() = TicksInitial
-	}
 	body, ok := appendGenerated(make([]byte, 0, 1024), v)
 	if !ok {
 		var err error
@@ -51,6 +55,9 @@ func encodeRecord(kind string, v any) ([]byte, error) {
 		}
 	}
 	env := envelope{Schema: SchemaVersion, Kind: kind, Checksum: checksum(body), Body: body}
+	if _, ok := v.(startTimes); ok {
+		env.TicksClock = TicksInitial
+	}
 	data, ok := appendGenerated(make([]byte, 0, len(body)+128), &env)
 	if !ok {
 		var err error
@@ -92,9 +99,19 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 	}
 	var env envelope
 	if !decodeGenerated(data, &env) {
-		if err := json.Unmarshal(data, &env); err != nil {
+		// Strict, as a body is read: the clock mark lies outside the
+		// checksum, so a damaged one must be refused by its spelling.
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&env); err != nil {
 			return corrupt("not valid JSON: " + err.Error())
 		}
+		if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+			return corrupt("not valid JSON: data after the record")
+		}
+	}
+	if env.TicksClock != "" && env.TicksClock != TicksInitial {
+		return corrupt(fmt.Sprintf("ticks_clock %q, this procmon knows %q", env.TicksClock, TicksInitial))
 	}
 	if env.Schema != SchemaVersion {
 		return corrupt(fmt.Sprintf("schema %d, this procmon reads %d", env.Schema, SchemaVersion))
@@ -112,7 +129,7 @@ func decodeRecord(path, kind string, data []byte, v any) error {
 			return corrupt("body: " + err.Error())
 		}
 	}
-	if r, ok := v.(startTimes); ok {
+	if r, ok := v.(startTimes); ok && env.TicksClock == "" {
 		fromWritersClock(r, TicksOffset())
 	}
 	return nil

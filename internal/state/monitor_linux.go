@@ -54,9 +54,6 @@ type Monitor struct {
 
 	GuardianPID        int    `json:"guardian_pid"`
 	GuardianStartTicks uint64 `json:"guardian_start_ticks"`
-	// TicksClock says which clock the start times are on: TicksInitial,
-	// or "" in a record of an earlier procmon (see startTimes).
-	TicksClock string `json:"ticks_clock,omitempty"`
 
 	AdmittedAtMs         int64 `json:"admitted_at_ms"`
 	StartedAtMs          int64 `json:"started_at_ms"`
@@ -219,8 +216,6 @@ func (mk *Maker) SessionOf() (int, uint64) {
 type TraceEscapes struct {
 	EscapedSessions          []EscapedSession `json:"escaped_sessions"`
 	EscapedSessionsTruncated bool             `json:"escaped_sessions_truncated,omitempty"`
-	// TicksClock says which clock the start times are on (TicksInitial).
-	TicksClock string `json:"ticks_clock,omitempty"`
 }
 
 // EscapesName is the file of a foreground command's trace directory that
@@ -322,12 +317,15 @@ func (d *Dir) LoadMaker(id string) (*Maker, error) {
 	line, _, _ := bytes.Cut(data, []byte{'\n'})
 	var mk Maker
 	if (decodeGenerated(line, &mk) || json.Unmarshal(line, &mk) == nil) && mk.GuardianPID > 1 {
-		fromWritersClock(&mk, TicksOffset())
+		if mk.TicksClock == "" {
+			fromWritersClock(&mk, TicksOffset())
+			mk.TicksClock = TicksInitial
+		}
 		return &mk, nil
 	}
 	var m Monitor
 	if err := decodeRecord(filepath.Join(mdir, firstRecordTemp), "monitor", line, &m); err == nil && m.GuardianPID > 1 {
-		return &Maker{GuardianPID: m.GuardianPID, GuardianStartTicks: m.GuardianStartTicks, BootID: m.BootID, TicksClock: m.TicksClock}, nil
+		return &Maker{GuardianPID: m.GuardianPID, GuardianStartTicks: m.GuardianStartTicks, BootID: m.BootID, TicksClock: TicksInitial}, nil
 	}
 	return nil, fmt.Errorf("monitor directory %s names no maker", id)
 }

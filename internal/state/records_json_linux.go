@@ -61,10 +61,6 @@ func jsonAppendMonitor(b []byte, v *Monitor) []byte {
 	b = protocol.AppendInt(b, v.GuardianPID)
 	b = append(b, `,"guardian_start_ticks":`...)
 	b = protocol.AppendUint(b, v.GuardianStartTicks)
-	if v.TicksClock != "" {
-		b = append(b, `,"ticks_clock":`...)
-		b = protocol.AppendString(b, v.TicksClock, true)
-	}
 	b = append(b, `,"admitted_at_ms":`...)
 	b = protocol.AppendInt(b, v.AdmittedAtMs)
 	b = append(b, `,"started_at_ms":`...)
@@ -166,10 +162,6 @@ func jsonAppendRun(b []byte, v *Run) []byte {
 		b = append(b, `,"end_reason":`...)
 		b = protocol.AppendString(b, v.EndReason, true)
 	}
-	if v.TicksClock != "" {
-		b = append(b, `,"ticks_clock":`...)
-		b = protocol.AppendString(b, v.TicksClock, true)
-	}
 	return append(b, '}')
 }
 
@@ -251,10 +243,6 @@ func jsonAppendTraceEscapes(b []byte, v *TraceEscapes) []byte {
 		b = append(b, `,"escaped_sessions_truncated":`...)
 		b = strconv.AppendBool(b, v.EscapedSessionsTruncated)
 	}
-	if v.TicksClock != "" {
-		b = append(b, `,"ticks_clock":`...)
-		b = protocol.AppendString(b, v.TicksClock, true)
-	}
 	return append(b, '}')
 }
 
@@ -268,6 +256,10 @@ func jsonAppendEnvelope(b []byte, v *envelope) []byte {
 	b = protocol.AppendString(b, v.Checksum, true)
 	b = append(b, `,"body":`...)
 	b = protocol.AppendRaw(b, v.Body)
+	if v.TicksClock != "" {
+		b = append(b, `,"ticks_clock":`...)
+		b = protocol.AppendString(b, v.TicksClock, true)
+	}
 	return append(b, '}')
 }
 
@@ -298,8 +290,6 @@ func jsonDecodeMonitor(r gjson.Result, v *Monitor) bool {
 			return protocol.DecodeInt[int](r, &v.GuardianPID)
 		case "guardian_start_ticks":
 			return protocol.DecodeUint[uint64](r, &v.GuardianStartTicks)
-		case "ticks_clock":
-			return protocol.DecodeString[string](r, &v.TicksClock)
 		case "admitted_at_ms":
 			return protocol.DecodeInt[int64](r, &v.AdmittedAtMs)
 		case "started_at_ms":
@@ -358,8 +348,6 @@ func jsonDecodeRun(r gjson.Result, v *Run) bool {
 			return protocol.DecodePointer(r, &v.EndedAtMs, protocol.DecodeInt[int64])
 		case "end_reason":
 			return protocol.DecodeString[string](r, &v.EndReason)
-		case "ticks_clock":
-			return protocol.DecodeString[string](r, &v.TicksClock)
 		}
 		return false
 	})
@@ -416,8 +404,6 @@ func jsonDecodeTraceEscapes(r gjson.Result, v *TraceEscapes) bool {
 			return protocol.DecodeSlice(r, &v.EscapedSessions, jsonDecodeEscapedSession)
 		case "escaped_sessions_truncated":
 			return protocol.DecodeBool[bool](r, &v.EscapedSessionsTruncated)
-		case "ticks_clock":
-			return protocol.DecodeString[string](r, &v.TicksClock)
 		}
 		return false
 	})
@@ -434,6 +420,8 @@ func jsonDecodeEnvelope(r gjson.Result, v *envelope) bool {
 			return protocol.DecodeString[string](r, &v.Checksum)
 		case "body":
 			return protocol.DecodeRaw(r, &v.Body)
+		case "ticks_clock":
+			return protocol.DecodeString[string](r, &v.TicksClock)
 		}
 		return false
 	})

@@ -46,9 +46,6 @@ type Run struct {
 	Owner             *Owner   `json:"owner,omitempty"`
 	EndedAtMs         *int64   `json:"ended_at_ms,omitempty"`
 	EndReason         string   `json:"end_reason,omitempty"`
-	// TicksClock says which clock the owner's start time is on
-	// (TicksInitial).
-	TicksClock string `json:"ticks_clock,omitempty"`
 }
 
 // Owner identifies the process a run is bound to; the start time defeats

@@ -56,42 +56,34 @@ var TicksOffset = sync.OnceValue(func() int64 {
 const UserHZ = 100
 
 // startTimes is a record that names processes by pid and start time.
-// encodeRecord marks it TicksInitial; decodeRecord takes the start
-// times of one without the mark, written by an earlier procmon in this
+// encodeRecord marks its envelope TicksInitial (a maker, which has no
+// envelope, carries the mark itself); decodeRecord takes the start times
+// of one without the mark, written by an earlier procmon in this
 // process's namespace (a guardian from before an upgrade writes so until
 // it ends), to the initial namespace's clock.
 type startTimes interface {
-	ticksClock() *string
 	ticks() []*uint64
 }
 
-// fromWritersClock brings the start times of a record without a
-// ticks_clock to the initial namespace's clock, taking its writer to have
+// fromWritersClock brings the start times of r, a record of an earlier
+// procmon, to the initial namespace's clock, taking its writer to have
 // run in this process's namespace, whose clock runs off ticks ahead
-// (TicksOffset), and marks it.
+// (TicksOffset).
 func fromWritersClock(r startTimes, off int64) {
-	clock := r.ticksClock()
-	if *clock != "" {
+	if off == 0 {
 		return
 	}
-	if off != 0 {
-		for _, t := range r.ticks() {
-			if *t != 0 {
-				*t = uint64(int64(*t) - off)
-			}
+	for _, t := range r.ticks() {
+		if *t != 0 {
+			*t = uint64(int64(*t) - off)
 		}
 	}
-	*clock = TicksInitial
 }
-
-func (m *Monitor) ticksClock() *string { return &m.TicksClock }
 
 func (m *Monitor) ticks() []*uint64 {
 	t := []*uint64{&m.ChildStartTicks, &m.GuardianStartTicks}
 	return append(t, witnessTicks(m.EscapedSessions)...)
 }
-
-func (r *Run) ticksClock() *string { return &r.TicksClock }
 
 func (r *Run) ticks() []*uint64 {
 	if r.Owner == nil {
@@ -100,11 +92,7 @@ func (r *Run) ticks() []*uint64 {
 	return []*uint64{&r.Owner.StartTicks}
 }
 
-func (mk *Maker) ticksClock() *string { return &mk.TicksClock }
-
 func (mk *Maker) ticks() []*uint64 { return []*uint64{&mk.GuardianStartTicks, &mk.SessionTicks} }
-
-func (e *TraceEscapes) ticksClock() *string { return &e.TicksClock }
 
 func (e *TraceEscapes) ticks() []*uint64 { return witnessTicks(e.EscapedSessions) }
 
