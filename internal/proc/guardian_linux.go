@@ -1074,12 +1074,12 @@ func (g *guardian) finish(cause drainCause) {
 	close(g.receipted)
 	// A receipt that could not be stored for want of space (a full disk, a
 	// quota) or of descriptors, or on a file system remounted read-only,
-	// is never given up: the guardian stays,
-	// answering with it, and stores it once it can. Any other failure (the
-	// directory moved away, an entry planted in it) may be put right by
-	// hand, but need not be: that is tried for receiptPatience. Exiting at
-	// once lost the receipt of a drain that had happened, and the
-	// reconcile after it could say nothing of what had been signalled.
+	// is never given up: the guardian stays, answering with it, and
+	// stores it once it can. Any other failure (the directory moved away,
+	// an entry planted in it) may be put right by hand, but need not be:
+	// that is tried for receiptPatience. Exiting at once lost the receipt
+	// of a drain that had happened, and the reconcile after it could say
+	// nothing of what had been signalled.
 	for backoff, since := 50*time.Millisecond, time.Now(); mayPass(err) || err != nil && time.Since(since) < receiptPatience; backoff = min(2*backoff, 5*time.Second) {
 		time.Sleep(backoff)
 		if err = g.save(true); errors.Is(err, errRevoked) {
