@@ -77,6 +77,7 @@ func TestScripts(t *testing.T) {
 			"heartbeats":   cmdHeartbeats,
 			"markended":    cmdMarkEnded,
 			"plant":        cmdPlant,
+			"unplant":      cmdUnplant,
 			"outside":      cmdOutside,
 			"bounded":      cmdBounded,
 			"pty":          cmdPty,

@@ -27,7 +27,10 @@ import (
 // plant symlink PATH TARGET | fifo PATH | sparse PATH SIZE | hardlink PATH
 // TARGET replaces PATH (whatever is there) with what an attacker of the
 // same user would put there: a link to TARGET, a FIFO, a sparse file of
-// SIZE bytes (suffixes K, M, G) or a hard link to TARGET.
+// SIZE bytes (suffixes K, M, G) or a hard link to TARGET. It is made
+// beside PATH and renamed over it, so that a live guardian never finds
+// PATH missing and makes it anew meanwhile (a lock file, a record); a
+// directory at PATH goes first, as rename cannot replace one.
 func cmdPlant(ts *testscript.TestScript, neg bool, args []string) {
 	usage := func() {
 		ts.Fatalf("usage: plant symlink PATH TARGET | fifo PATH | sparse PATH SIZE | hardlink PATH TARGET")
@@ -35,9 +38,12 @@ func cmdPlant(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		usage()
 	}
-	path := ts.MkAbs(args[1])
-	if err := os.RemoveAll(path); err != nil {
-		ts.Fatalf("plant: %v", err)
+	final := ts.MkAbs(args[1])
+	path := final + ".planting"
+	if fi, err := os.Lstat(final); err == nil && fi.IsDir() {
+		if err := os.RemoveAll(final); err != nil {
+			ts.Fatalf("plant: %v", err)
+		}
 	}
 	var err error
 	switch {
@@ -58,8 +64,25 @@ func cmdPlant(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		usage()
 	}
+	if err == nil {
+		err = os.Rename(path, final)
+	}
 	if err != nil {
+		os.Remove(path)
 		ts.Fatalf("plant %s: %v", args[0], err)
+	}
+}
+
+// unplant PATH removes the one entry at PATH (a file, a link or an empty
+// directory), once. testscript's rm removes twice, and what a live
+// guardian writes in between (a receipt renamed into place, a lock file
+// made anew) went with the second removal.
+func cmdUnplant(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: unplant PATH")
+	}
+	if err := os.Remove(ts.MkAbs(args[0])); err != nil {
+		ts.Fatalf("unplant: %v", err)
 	}
 }
 
