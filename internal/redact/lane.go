@@ -645,7 +645,8 @@ func (l *lane) decodeAt(s *Stream, p []byte, t int) int {
 
 // along moves the lane m states down a straight path of the automaton,
 // on the raw bytes from position j, which stand for themselves: what emit
-// does for each, less the outputs, which a straight path has none of.
+// does for each, less the outputs, which a straight path has none of. It
+// is kept within the inliner's budget, as automaton.hit is.
 func (l *lane) along(m int, j int64) {
 	mask := int64(len(l.ring) - 1)
 	for t := 0; t < m; {
@@ -658,9 +659,7 @@ func (l *lane) along(m int, j int64) {
 		t += len(r)
 	}
 	l.k += int64(m)
-	if l.since < 1<<30 {
-		l.since = min(l.since+int32(m), 1<<30)
-	}
+	l.since = min(l.since+int32(m), 1<<30) // m is below 256: no overflow
 	l.state += int32(m)
 }
 

@@ -189,7 +189,7 @@ func (a *automaton) skipTo(p []byte, i, stop int) int {
 	}
 	// The starts whose stride tests lie beyond x were not decided.
 	for q := max(i, x-a.back); q < stop; q++ {
-		if q+4 > len(p) || a.hit(p, q) {
+		if q+4 > len(p) || a.hit(binary.LittleEndian.Uint32(p[q:])) {
 			return q
 		}
 	}
@@ -204,7 +204,7 @@ func (a *automaton) admit(p []byte, i, x, lim int, w uint64) int {
 	k := uint32(w) & 0xffffff
 	if h := needleHash(k, a.needleShift&31); a.needleGrams[h>>6%needleWords]&(1<<(h&63)) != 0 {
 		for offs := a.needleCheck[needleHash2(k, a.needleShift)]; offs != 0; offs &= offs - 1 {
-			if q := x - bits.TrailingZeros8(offs); q >= i && q < lim && a.hit(p, q) {
+			if q := x - bits.TrailingZeros8(offs); q >= i && q < lim && a.hit(binary.LittleEndian.Uint32(p[q:])) {
 				lim = q
 			}
 		}
@@ -218,7 +218,7 @@ func (a *automaton) admit(p []byte, i, x, lim int, w uint64) int {
 	}
 	for y, d := range [...]uint16{uint16(w), uint16(w >> 16), uint16(w >> 32)} {
 		for offs := rg[d]; offs != 0; offs &= offs - 1 {
-			if q := x + 2*y - bits.TrailingZeros8(offs); q >= i && q < lim && a.hit(p, q) {
+			if q := x + 2*y - bits.TrailingZeros8(offs); q >= i && q < lim && a.hit(binary.LittleEndian.Uint32(p[q:])) {
 				lim = q
 			}
 		}
@@ -237,7 +237,7 @@ func (a *automaton) settle(p []byte, i, x, lim int) int {
 		return a.admit(p, i, y, lim, binary.LittleEndian.Uint64(p[y:y+8]))
 	}
 	for q := max(i, x+needleStride-a.back); q < lim; q++ {
-		if a.hit(p, q) {
+		if a.hit(binary.LittleEndian.Uint32(p[q:])) {
 			return q
 		}
 	}
@@ -398,7 +398,7 @@ func (s *Stream) doomed(p []byte, from, to int) bool {
 		return from == to
 	}
 	for q := from; q < to; q++ {
-		if s.r.ac.hit(p, q) {
+		if s.r.ac.hit(binary.LittleEndian.Uint32(p[q:])) {
 			return false
 		}
 	}
