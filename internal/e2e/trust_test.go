@@ -29,8 +29,10 @@ import (
 // same user would put there: a link to TARGET, a FIFO, a sparse file of
 // SIZE bytes (suffixes K, M, G) or a hard link to TARGET. It is made
 // beside PATH and renamed over it, so that a live guardian never finds
-// PATH missing and makes it anew meanwhile (a lock file, a record); a
-// directory at PATH goes first, as rename cannot replace one.
+// PATH missing and makes it anew meanwhile (a lock file, a record). A
+// directory at PATH goes first, as rename cannot replace one: what a
+// live guardian wrote there meanwhile would be replaced, so a directory
+// is planted over only where no guardian writes.
 func cmdPlant(ts *testscript.TestScript, neg bool, args []string) {
 	usage := func() {
 		ts.Fatalf("usage: plant symlink PATH TARGET | fifo PATH | sparse PATH SIZE | hardlink PATH TARGET")

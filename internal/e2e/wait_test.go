@@ -446,7 +446,9 @@ func TestWaitInterruptedWhileGuardianStalls(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	procmon := procmonIn(t, stateDir, t.TempDir())
 	run := func(args ...string) []byte { return runProcmon(t, procmon, args...) }
-	run("configure", "--enable") // a 30 s window: it does not lapse here
+	// A window far longer than the nine waits below: one that lapsed
+	// while the guardian is stopped would answer them at once.
+	storeSettings(t, procmon, hostSettings{graceSeconds: 300, maxOutputBytes: 1000000, commandLimit: 20})
 	id := startMonitor(t, procmon, "start", "--", "sleeper")
 	dir := &state.Dir{Path: stateDir}
 	m, err := dir.LoadMonitor(id)
