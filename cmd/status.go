@@ -30,8 +30,8 @@ By hand a monitor may be named by its id or any unique start of it
 (m_3kq9, as list shows it), or by its name, as the argument or with
 --name: the run's live monitor started with that name, or when none is
 live the one started last. Two live ones, or a live one and one started
-after it that has ended, are refused as ambiguous, listing both. An argument that starts with m_ is an id;
-any other is a name.
+after it that has ended, are refused as ambiguous, listing both. An
+argument that starts with m_ is an id; any other is a name.
 
   procmon status m_3kq9
   procmon status web`,
