@@ -298,12 +298,15 @@ func digitVal(b byte, base int) int {
 // digits by table, and appending only the value of the escape it picks,
 // took 2.6% off the instructions of the adversarial bench's entity cases.
 func (e *escape) parse(p []byte) (escStatus, int, int) {
-	n := min(len(p), len(e.prefix))
-	if string(p[:n]) != e.prefix[:n] {
-		return escFail, 0, 0
-	}
-	if len(p) < len(e.prefix) {
-		return escPartial, 0, 0
+	// Byte by byte: a prefix is one to six bytes, and comparing them as
+	// strings called memequal.
+	for k := 0; k < len(e.prefix); k++ {
+		if k == len(p) {
+			return escPartial, 0, 0
+		}
+		if p[k] != e.prefix[k] {
+			return escFail, 0, 0
+		}
 	}
 	if e.ident != nil {
 		switch {
