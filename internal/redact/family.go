@@ -321,23 +321,23 @@ func (e *escape) parse(p []byte) (escStatus, int, int) {
 		return escDone, 0, len(e.prefix)
 	}
 	rest := p[len(e.prefix):]
-	v, d, z := 0, 0, 0 // value, digits, leading zeros
-	for d < len(rest) && d < e.max {
+	v, d, base := 0, 0, e.base // value, digits
+	for hi := min(len(rest), e.max); d < hi; d++ {
 		x := int(hexDigits[rest[d]])
-		if x >= e.base {
+		if x >= base {
 			break
 		}
-		if x == 0 && z == d {
+		v = v*base + x
+	}
+	if e.min != e.max {
+		// Count the leading zeros, but the last digit, which is the value.
+		z := 0
+		for z < d-1 && rest[z] == '0' {
 			z++
 		}
-		v = v*e.base + x
-		d++
-	}
-	if z == d && d > 0 {
-		z-- // the last zero is the value
-	}
-	if e.min != e.max && z > e.zeros {
-		return escFail, 0, 0
+		if z > e.zeros {
+			return escFail, 0, 0
+		}
 	}
 	rest = rest[d:]
 	if e.term == "" {
