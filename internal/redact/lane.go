@@ -151,10 +151,15 @@ func (sp *laneSpec) reports(p pattern) bool {
 // at hand: j is a byte of the caller's, and rawAt reaches 64 bytes before
 // those.
 func (l *lane) opens(s *Stream, j int64) bool {
+	return l.fam.after == nil || l.opensAfter(s, j)
+}
+
+// opensAfter is opens for a family with a class of bytes before its
+// escapes. Apart, opens is inlined for the others, at each byte that
+// may begin an escape: 0.6 to 0.9% of the instructions of the
+// adversarial bench's escaped cases.
+func (l *lane) opensAfter(s *Stream, j int64) bool {
 	f := l.fam
-	if f.after == nil {
-		return true
-	}
 	// From the byte before j back: a break right after another one, or
 	// after a space, is refused at its first look.
 	from := j - int64(f.afterLen)
