@@ -536,6 +536,7 @@ func (s *Stream) pass(p []byte, from, q int) {
 // its position on.
 func (s *Stream) carry(l *lane, p []byte, from, q int, ahead bool) int {
 	a := s.r.ac
+	straight := a.straight
 	passed := s.curBase + int64(from)
 	t := max(from, int(l.pos-s.curBase))
 	for t < q {
@@ -543,8 +544,10 @@ func (s *Stream) carry(l *lane, p []byte, from, q int, ahead bool) int {
 		switch run := l.fam.run; {
 		case l.escLen == 0 && !l.inRun && !l.intro[b]:
 			// b stands for itself, and so may the bytes after it.
-			if a.straight != nil && a.states[l.state].info&0xff == 1 && a.straight[l.state] != 0 {
-				if m := a.follow(l.state, p[t:q], int(a.straight[l.state])); m > 0 {
+			// (A state on a straight path has one edge: straight is 0
+			// for the others, and nil without needles.)
+			if int(l.state) < len(straight) && straight[l.state] != 0 {
+				if m := a.follow(l.state, p[t:q], int(straight[l.state])); m > 0 {
 					if l.rowN != 0 {
 						l.flush()
 					}
