@@ -719,8 +719,8 @@ func (s *Stream) resync(l *lane, p []byte, from, q int) {
 		return
 	}
 	start := max(from, q-maxEscape-1)
-	// A run of introducers (backslashes) pairs up from its first byte:
-	// read it whole.
+	// A run of introducers (backslashes, quotes) pairs up from its
+	// first byte: read it whole.
 	for start > from && p[start-1] == p[start] && l.intro[p[start]] {
 		start--
 	}
