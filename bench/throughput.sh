@@ -18,7 +18,7 @@
 #             start, nor the fsync before the receipt, nor the polling
 #   one line  the writer sends the same 256 MiB as one line with no newline
 #   stand-in  bench/redactprof -copy: the guardian's copy loop (1 MiB pipe,
-#             128 KiB reads, GOMAXPROCS 1, O_APPEND log, fsync) outside
+#             256 KiB reads, GOMAXPROCS 1, O_APPEND log, fsync) outside
 #             procmon, with and without the redactor: where the time goes
 #
 # While a guardian runs its VmRSS is sampled every 100 ms (min/max, and

@@ -20,12 +20,13 @@ var (
 	copyOut    = flag.String("out", "", "with -copy: the log file to append to")
 	noRedact   = flag.Bool("no-redact", false, "with -copy: write the bytes as read (what the loop costs without the redactor)")
 	pipeline   = flag.Bool("pipeline", false, "with -copy: read, redact and write in three goroutines (GOMAXPROCS 2) instead of one loop")
-	readSize   = flag.Int("read", 128<<10, "with -copy: pipe read size")
+	readSize   = flag.Int("read", 256<<10, "with -copy: pipe read size")
 	copySecret = flag.Int("copy-secrets", 40, "with -copy: random 32-byte secrets registered")
 )
 
-// copyLoop mirrors internal/proc's outputCopier.run: 1 MiB pipe, 128 KiB
-// reads, Redact into a reused buffer, O_APPEND writes, fsync at the end.
+// copyLoop mirrors internal/proc's outputCopier.run: 1 MiB pipe, 256 KiB
+// reads, Redact into a reused buffer, O_APPEND writes with writeback
+// started every 8 MiB, fsync at the end.
 // It prints one JSON line: bytes, wall and CPU seconds.
 func copyLoop() int {
 	if *pipeline {
@@ -46,6 +47,15 @@ func copyLoop() int {
 	}
 	s := r.NewStream()
 	in := os.Stdin
+	var written, unsynced int64
+	write := func(b []byte) {
+		n, _ := log.Write(b)
+		written += int64(n)
+		if unsynced += int64(n); unsynced >= 8<<20 {
+			unix.SyncFileRange(int(log.Fd()), written-unsynced, unsynced, unix.SYNC_FILE_RANGE_WRITE)
+			unsynced = 0
+		}
+	}
 	c0, w0 := cpuTime(), time.Now()
 	var n int64
 	if !*pipeline {
@@ -56,17 +66,17 @@ func copyLoop() int {
 			if k > 0 {
 				n += int64(k)
 				if *noRedact {
-					log.Write(buf[:k])
+					write(buf[:k])
 				} else {
 					out = s.Redact(out[:0], buf[:k])
-					log.Write(out)
+					write(out)
 				}
 			}
 			if err != nil {
 				break
 			}
 		}
-		log.Write(s.Flush(out[:0]))
+		write(s.Flush(out[:0]))
 	} else {
 		// Three stages joined by channels of recycled buffers: the kernel
 		// copies (pipe read, page-cache write) overlap the redaction.
@@ -115,7 +125,7 @@ func copyLoop() int {
 		}()
 		go func() {
 			for o := range red {
-				log.Write(o)
+				write(o)
 				outFree <- o
 			}
 			close(done)

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command redactprof measures the guardian's redaction step on its own, in
-// the guardian's shape: the text bench/writer produces, fed in 128 KiB
+// the guardian's shape: the text bench/writer produces, fed in 256 KiB
 // chunks (the guardian's read size) to one Stream of a Redactor built
 // from random 32-byte secrets, on one thread (guardians run one P after the handoff).
 // It reports MiB per CPU-second for each case and can write a CPU profile,
@@ -51,7 +51,7 @@ func randomSecrets(rng *rand.Rand, n int) []string {
 func main() {
 	pool := flag.String("pool", "", "pool file from bench/writer -mkpool")
 	mib := flag.Int("mib", 256, "MiB fed per case")
-	chunk := flag.Int("chunk", 128<<10, "bytes per Redact call (the guardian reads 128 KiB)")
+	chunk := flag.Int("chunk", 256<<10, "bytes per Redact call (the guardian reads 256 KiB)")
 	list := flag.String("secrets", "0,40", "comma-separated secret counts")
 	modes := flag.String("modes", "lines,oneline", "lines and/or oneline")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of every case here")

@@ -89,10 +89,11 @@ func writerText(n int) []byte {
 }
 
 // BenchmarkRedactGuardian redacts 4 MiB of writerText the way the guardian
-// does: 128 KiB writes into one long stream, with random 32-byte secrets.
+// does: 256 KiB writes (its pipe reads) into one long stream, with random
+// 32-byte secrets.
 func BenchmarkRedactGuardian(b *testing.B) {
 	text := writerText(4 << 20)
-	const chunk = 128 << 10
+	const chunk = 256 << 10
 	for _, n := range []int{0, 40, 200} {
 		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(uint64(n), 7))
