@@ -303,6 +303,8 @@ func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[
 		a.ruleGrams = new([1 << 16]uint8)
 	}
 	spelled := spelledGrams(pats, lanes)
+	// (A 3-gram spelled by several needles counts for each: the filter
+	// is sized for at most this many.)
 	needles := len(spelled.strides) / needleStride
 	for _, p := range pats {
 		if p.needle {
