@@ -289,7 +289,13 @@ type trieNode struct {
 // words make, which the automaton shares instead of building its own (64
 // KiB): needles add nothing to it.
 func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8, lanes []laneSpec) (*automaton, error) {
-	nodes := []trieNode{{}}
+	// A trie has at most one node per byte of its patterns: made that
+	// large at once, it is never copied as it grows.
+	size := 1
+	for _, p := range pats {
+		size += len(p.text)
+	}
+	nodes := make([]trieNode, 1, size)
 	child := func(u int32, b byte) int32 {
 		for _, e := range nodes[u].edges {
 			if e.b == b {
