@@ -49,7 +49,11 @@
 //     passphrase across lines. So a line that ends in a secret's first
 //     line, or in a passphrase's first words, is held back with its line
 //     break until the next byte comes (and is a held tail at the end of
-//     the stream);
+//     the stream). The run is read in the text as printed: inside
+//     another escaping (JSON's "\t\t", a URL's %0A%0A) a line break or
+//     space is found only as one of the forms writes it (see lineJoins),
+//     and a line shorter than MinSecretLen joined by a longer run there
+//     is not;
 //   - a doubled quote, of SQL literals, YAML's single-quoted scalars and
 //     CSV fields (a quote inside is written twice), for a secret that
 //     holds a quote;

@@ -277,6 +277,12 @@ func TestNestedEscapings(t *testing.T) {
 		"shell quote":  func(s string) string { return strings.ReplaceAll(s, "'", `'\''`) },
 		"query escape": url.QueryEscape, "path escape": url.PathEscape, "xml": xmlEscape,
 		"base64": b64(base64.RawStdEncoding), "base64url": b64(base64.RawURLEncoding),
+		"html escape": html.EscapeString,
+	}
+	// Python's, PHP's and Ruby's HTML escapers, as forms.go writes them
+	// (the shim's tests run Python's own).
+	for i, r := range htmlEscapers {
+		inner[fmt.Sprintf("html escaper %d", i)] = r.Replace
 	}
 	outer := map[string]func(string) string{
 		"query escape": url.QueryEscape, "path escape": url.PathEscape, "html escape": html.EscapeString,
@@ -301,7 +307,8 @@ func TestNestedEscapings(t *testing.T) {
 }
 
 // TestNestedEscapingExamples pins the nestings that leaked before every
-// form was a needle of the lanes.
+// form was a needle of the lanes, and (the last four) before the forms
+// held HTML as other escapers than Go's write it.
 func TestNestedEscapingExamples(t *testing.T) {
 	for secret, in := range map[string]string{
 		`c0rrect"h0rse`:          `%7B%22password%22%3A%20%22c0rrect%5C%22h0rse%22%7D`,             // quote(json.dumps(...))
@@ -316,6 +323,10 @@ func TestNestedEscapingExamples(t *testing.T) {
 		`its-a-'s3cret'x`:        `curl -u 'bob:its-a-'"'"'s3cret'"'"'x'`,                          // shlex.quote
 		`S3cr3t~Key>Prod-9f8e7d`: `<p>dXNlcjpTM2NyM3R&#43;S2V5PlByb2QtOWY4ZTdk</p>`,                // html/template of base64("user:"+s)
 		`Pa55w0rd?Summer2024!`:   `var auth = "UGE1NXcwcmQ\/U3VtbWVyMjAyNCE=";`,                    // a script string of base64(s)
+		`abc"defghéijk`:          `"abc&quot;defgh\u00e9ijk"`,                                      // json.dumps(html.escape(s))
+		`abc"defgh ijk&lmn`:      `"abc\u0026quot;defgh ijk\u0026amp;lmn"`,                         // json.Marshal of PHP's htmlspecialchars
+		`it's"x&y<z>`:            `it&amp;#x27;s&amp;quot;x&amp;amp;y&amp;lt;z&amp;gt;`,            // html.escape twice
+		`Jo's p@ss&word`:         `Jo%26%23x27%3Bs%20p%40ss%26amp%3Bword`,                          // quote(html.escape(s), safe="")
 	} {
 		r := mustNew(t, secret)
 		if got := r.String(in); strings.Contains(got, in) || !strings.Contains(got, Marker) {

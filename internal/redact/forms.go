@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,7 +28,8 @@ var lineJoins = []string{"\n", "\r\n", " ", "\t"}
 // Go-quoted (without quotes), as Python's repr of it and of its UTF-8
 // bytes (every byte beyond ASCII as \xhh), URL query-
 // and path-escaped as Go, Python, curl and JavaScript's encodeURIComponent
-// write it, XML-escaped, with each single quote written as a shell's
+// write it, XML-escaped, HTML-escaped as Go, Python, PHP and Ruby write
+// it (see htmlEscapers), with each single quote written as a shell's
 // single-quoted string writes it, as bash writes it in $'...' (in the C
 // locale and in a UTF-8 one, see ansiCQuote); and base64 and base64url
 // encoded: the base64 forms are the characters the secret fully
@@ -79,6 +81,10 @@ func Forms(secret string) []string {
 	add(ansiCQuote(secret, false))                // bash's $'...' in the C locale
 	add(ansiCQuote(secret, true))                 // and in a UTF-8 one
 	add(xmlEscape(secret))
+	add(html.EscapeString(secret)) // Go's html, html/template's text; Jinja2
+	for _, r := range htmlEscapers {
+		add(r.Replace(secret))
+	}
 	for _, f := range base64Forms(secret) {
 		add(f)
 	}
@@ -99,6 +105,20 @@ func Forms(secret string) []string {
 		}
 	}
 	return out
+}
+
+// htmlEscapers write a string as HTML escapers do besides Go's: &, <
+// and > as named references, and quotes each its own way. A lane reads
+// each reference however it is spelled, but a form is also what an
+// escaping around it is found by (an HTML-escaped secret in JSON, as
+// json.dumps(html.escape(s)) writes it, or escaped twice), and there
+// the reference is as the inner escaper wrote it.
+var htmlEscapers = []*strings.Replacer{
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;"), // Python's html.escape, Django
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#039;"), // PHP's htmlspecialchars
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;"),  // Ruby's CGI.escapeHTML, Rails
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;"), // PHP's ENT_HTML5 and ENT_XML1
+	strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;"),                               // html.escape(s, quote=False), ENT_NOQUOTES
 }
 
 // base64Forms returns the base64 forms of a secret (see Forms), before

@@ -27,7 +27,9 @@ func TestFormsOfSpecialSecret(t *testing.T) {
 		"s3cr%22et%2F&%3Ck%3E+%20y=%25",          // path
 		"s3cr%22et%2F%26%3Ck%3E%2B%20y%3D%25",    // Python's quote(s, safe=""), encodeURIComponent
 		"s3cr%22et/%26%3Ck%3E%2B%20y%3D%25",      // Python's quote(s)
-		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",        // XML
+		"s3cr&#34;et/&amp;&lt;k&gt;+ y=%",        // XML, Go's html.EscapeString
+		"s3cr&quot;et/&amp;&lt;k&gt;+ y=%",       // Python's html.escape, PHP, Ruby
+		`s3cr"et/&amp;&lt;k&gt;+ y=%`,            // html.escape(s, quote=False)
 		// base64 at each alignment k (the secret's first k bytes end a
 		// group of the blob), with the characters the bytes at either
 		// end determine on their own: "PS" of "=%", the "z" of "s" and

@@ -45,6 +45,7 @@ func fuzzPieces() []string {
 		// Escaped twice: a form inside another family, and inside its own.
 		forms = append(forms, url.QueryEscape(jsonEscape(s)), html.EscapeString(jsonEscape(s)),
 			jsonEscape(jsonEscape(s)), url.PathEscape(url.QueryEscape(s)), asciiJSON(bytesRepr(s)),
+			asciiJSON(htmlEscapers[0].Replace(s)), encoders["json html-safe"](htmlEscapers[1].Replace(s)),
 			// A backslash before punctuation, and quotes written twice.
 			strings.NewReplacer("$", `\$`, "@", `\@`, "&", `\&`, " ", `\ `, "+", `\+`, "%", `\%`).Replace(s),
 			strings.ReplaceAll(strings.ReplaceAll(s, `'`, `''`), `"`, `""`))

@@ -2,7 +2,8 @@
 
 A service registers a secret, then prints it through json.dumps (with its
 default ensure_ascii), urllib.parse.quote(s, safe=""), quote_plus and
-html.escape, and a multi-line secret with its line breaks rewritten as
+html.escape (and HTML-escaped text inside JSON, a URL or another
+html.escape), and a multi-line secret with its line breaks rewritten as
 runs of whitespace. None of these may reach the logs or any file of the
 state directory. Standard library only; procmon is $PROCMON_BIN, as for
 test_procmon_tools.
@@ -45,6 +46,9 @@ print("quote_plus:", urllib.parse.quote_plus(secret))
 print("html:", html.escape(secret))
 print("html, quote=False:", html.escape(secret, quote=False))
 print("repr:", repr(secret))
+print("html in json:", json.dumps(html.escape(secret)))
+print("html twice:", html.escape(html.escape(secret)))
+print("html in a url:", urllib.parse.quote(html.escape(secret), safe=""))
 print("key:", key.replace("\n", "\t\t"))
 print("key:", key.replace("\n", "\n\n   "))
 print("key in json:", json.dumps(key))
@@ -65,6 +69,9 @@ def forms(secret):
         "html": html.escape(secret),
         "html, quote=False": html.escape(secret, quote=False),
         "repr": repr(secret)[1:-1],
+        "html in json": json.dumps(html.escape(secret))[1:-1],
+        "html twice": html.escape(html.escape(secret)),
+        "html in a url": urllib.parse.quote(html.escape(secret), safe=""),
     }
 
 
@@ -86,7 +93,8 @@ class RedactionTest(ProcmonToolsTest):
         self.assertIn("canary-before", text)
         self.assertIn("canary-after", text)
         # Every form line is there, its value replaced by the marker.
-        for label in ("as is:", "json:", "quote:", "quote_plus:", "html:", "repr:", "key:"):
+        for label in ("as is:", "json:", "quote:", "quote_plus:", "html:", "repr:", "html in json:",
+                      "html twice:", "html in a url:", "key:"):
             self.assertRegex(text, "(?m)^" + re.escape(label) + r""" ["']?\[REDACTED\]""")
 
         leaks = dict(forms(SECRET), secret=SECRET)
