@@ -32,10 +32,6 @@ const readChunk = 256 << 10
 // little left to do.
 const writebackChunk = 8 << 20
 
-// syncChunk is how much log may be written past the last fsync before
-// the copier starts another in the background (see syncBehind).
-const syncChunk = 32 << 20
-
 // pipeSize asks the kernel for a larger pipe so a burst never blocks the
 // child while the guardian writes the log.
 const pipeSize = 1 << 20
@@ -198,7 +194,6 @@ func (o *outputCopier) write(p []byte) {
 		// Start writeback of what was just written without waiting for it.
 		unix.SyncFileRange(int(o.logFD), written-o.unsynced, o.unsynced, unix.SYNC_FILE_RANGE_WRITE)
 		o.unsynced = 0
-		o.syncBehind(written)
 	}
 	if err != nil {
 		msg := err.Error()
@@ -265,11 +260,6 @@ func (o *outputCopier) snapshot(m *state.Monitor) {
 func (o *outputCopier) sync() {
 	o.syncMu.Lock()
 	defer o.syncMu.Unlock()
-	o.syncLocked()
-}
-
-// syncLocked is sync with syncMu held.
-func (o *outputCopier) syncLocked() {
 	n := o.logBytes.Load()
 	if n == o.synced.Load() {
 		return
@@ -282,26 +272,6 @@ func (o *outputCopier) syncLocked() {
 	if o.logErr.Load() == nil {
 		o.synced.Store(n)
 	}
-}
-
-// syncBehind starts an fsync in the background once syncChunk bytes of
-// log lie past the last, unless one is under way, so that the fsync
-// before a receipt waits on the last few MiB, not on all a chatty
-// service wrote. Started writeback is not enough: the fsync also flushes
-// the device's cache, which here held what writeback had sent it. With
-// 256 MiB of output, a service's last write to its receipt took 36 to
-// 116 ms without these (median 87) and 13 to 24 with them (median 17),
-// in 8 interleaved runs; the writes took as long either way. The copier
-// writes on meanwhile. A failed fsync ends the log as the one before a
-// receipt would (see sync).
-func (o *outputCopier) syncBehind(written int64) {
-	if written-max(o.synced.Load(), 0) < syncChunk || !o.syncMu.TryLock() {
-		return
-	}
-	go func() {
-		defer o.syncMu.Unlock()
-		o.syncLocked()
-	}()
 }
 
 // finish makes the log durable before the receipt is written.

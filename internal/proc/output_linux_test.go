@@ -92,39 +92,6 @@ func TestOutputKeepsDrainingWhenTheLogFails(t *testing.T) {
 	}
 }
 
-// A chatty service's log is made durable as it grows, in the background,
-// so that the fsync before a receipt has only its last MiBs to flush.
-func TestOutputSyncsBehindAChattyService(t *testing.T) {
-	o := newTestCopier(t, nil)
-	chunk := bytes.Repeat([]byte("x"), 1<<20)
-	for o.logBytes.Load() < syncChunk+writebackChunk {
-		o.write(chunk)
-	}
-	if e := o.logErr.Load(); e != nil {
-		t.Fatalf("the log failed: %s", *e)
-	}
-	// No sync was asked for: only the copier's own can have run. (Once
-	// it has, syncMu is free again.)
-	deadline := time.Now().Add(30 * time.Second)
-	for o.synced.Load() < syncChunk {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes written, an fsync made %d durable", o.logBytes.Load(), o.synced.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	o.syncMu.Lock()
-	o.syncMu.Unlock()
-	// Short of syncChunk past the last fsync, no other starts (this write
-	// ends a writeback chunk, where one would).
-	o.synced.Store(o.logBytes.Load())
-	o.unsynced = writebackChunk - 1
-	o.write(chunk)
-	if !o.syncMu.TryLock() {
-		t.Fatal("an fsync started with less than syncChunk unsynced")
-	}
-	o.syncMu.Unlock()
-}
-
 // Past the capture limit the log holds exactly the first limit bytes of
 // the redacted output, and the rest is still read so the child never
 // blocks.
