@@ -288,14 +288,34 @@ type trieNode struct {
 // ruleGrams, when not nil, is the rule digram table these rule patterns and
 // words make, which the automaton shares instead of building its own (64
 // KiB): needles add nothing to it.
-func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8, lanes []laneSpec) (*automaton, error) {
-	// A trie has at most one node per byte of its patterns: made that
-	// large at once, it is never copied as it grows.
-	size := 1
-	for _, p := range pats {
-		size += len(p.text)
+// trieSize returns the number of nodes of the patterns' trie, so that
+// it is made that large at once and never copied as it grows: one for
+// each distinct prefix of a pattern, the empty one (the root)
+// included. In sorted order, each pattern adds the prefixes it does not
+// share with the one before it. (One node per byte of the patterns
+// would be up to eight times too many for a long secret whose forms
+// differ only near its end.)
+func trieSize(pats []pattern) int {
+	texts := make([]string, len(pats))
+	for i, p := range pats {
+		texts[i] = p.text
 	}
-	nodes := make([]trieNode, 1, size)
+	slices.Sort(texts)
+	n := 1
+	prev := ""
+	for _, t := range texts {
+		shared := 0
+		for shared < len(prev) && shared < len(t) && prev[shared] == t[shared] {
+			shared++
+		}
+		n += len(t) - shared
+		prev = t
+	}
+	return n
+}
+
+func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8, lanes []laneSpec) (*automaton, error) {
+	nodes := make([]trieNode, 1, trieSize(pats))
 	child := func(u int32, b byte) int32 {
 		for _, e := range nodes[u].edges {
 			if e.b == b {

@@ -353,3 +353,27 @@ func containsWindow(b []byte, s string, n int) bool {
 	}
 	return false
 }
+
+// trieSize counts the trie's nodes exactly, for secrets whose forms share
+// long prefixes (a late character to escape) and for ones that share none.
+func TestTrieSizeIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, secrets := range [][]string{
+		{randomSecret(rng, 40) + `"=&<`},
+		{randomSecret(rng, 32), randomSecret(rng, 32), "multi\nline-" + randomSecret(rng, 20)},
+		{randomEscSecret(rng, 30), randomEscSecret(rng, 30)},
+	} {
+		pats, err := needlePatterns(secrets, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pats = append(pats, rulePatterns()...)
+		a, err := buildAutomaton(pats, authVariants(), authWindow, &builtinRuleGrams, lanesFor(secrets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := trieSize(pats); n != len(a.states) {
+			t.Errorf("%q: trieSize %d, the trie has %d nodes", secrets, n, len(a.states))
+		}
+	}
+}
