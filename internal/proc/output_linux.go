@@ -201,8 +201,10 @@ func (o *outputCopier) write(p []byte) {
 		o.unsynced = 0
 	}
 	if err != nil {
+		// An fsync that failed since the test above (settle's, or the
+		// drain's) keeps its error: it came first.
 		msg := err.Error()
-		o.logErr.Store(&msg)
+		o.logErr.CompareAndSwap(nil, &msg)
 		o.lost.Add(int64(len(p) - n))
 	}
 	if n > 0 && o.changed != nil {
