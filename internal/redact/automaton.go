@@ -282,12 +282,6 @@ type trieNode struct {
 	trigs        []trigger
 }
 
-// buildAutomaton compiles the patterns. words are the case variants of a
-// word matched outside the automaton (the Authorization header name), whose
-// beginnings must stop the skip too; their window starts at wordWindow.
-// ruleGrams, when not nil, is the rule digram table these rule patterns and
-// words make, which the automaton shares instead of building its own (64
-// KiB): needles add nothing to it.
 // trieSize returns the number of nodes of the patterns' trie, so that
 // it is made that large at once and never copied as it grows: one for
 // each distinct prefix of a pattern, the empty one (the root)
@@ -314,6 +308,12 @@ func trieSize(pats []pattern) int {
 	return n
 }
 
+// buildAutomaton compiles the patterns. words are the case variants of a
+// word matched outside the automaton (the Authorization header name), whose
+// beginnings must stop the skip too; their window starts at wordWindow.
+// ruleGrams, when not nil, is the rule digram table these rule patterns and
+// words make, which the automaton shares instead of building its own (64
+// KiB): needles add nothing to it.
 func buildAutomaton(pats []pattern, words []string, wordWindow int, ruleGrams *[1 << 16]uint8, lanes []laneSpec) (*automaton, error) {
 	nodes := make([]trieNode, 1, trieSize(pats))
 	child := func(u int32, b byte) int32 {
