@@ -794,11 +794,27 @@ func (l *faultLab) loseGuardian(id string, m *state.Monitor) {
 // and its guardian renews through both steps. Judged on the wall clock,
 // the first status after the step forward showed it as needing
 // reconciliation and closed its custody fence, and the guardian drained;
-// and the guardian's next renewal found the deadline passed.
+// and the guardian's next renewal found the deadline passed. The step
+// forward comes at the worst moment for the deadline: with the guardian
+// stopped just before its handoff, once custody is its own. Read from the
+// wall clock after the handoff, the deadline had passed and the guardian
+// drained the monitor as timed_out at once.
 func TestFaultsWallClockStep(t *testing.T) {
 	l := newFaultLab(t, 3, 20) // renewals every second
 	step := l.steppedClock()
-	id, _ := l.startMonitor("", "start", "--timeout", "90m", "--", "sleeper")
+	c := l.command("guardian:after_record", "start", "--timeout", "90m", "--", "sleeper")
+	end := l.background(c)
+	guardian := guardianOf(t, c.Process.Pid)
+	if err := awaitStopped(guardian); err != nil {
+		t.Fatal(err)
+	}
+	step("7200000")
+	unix.Kill(guardian, unix.SIGCONT)
+	r, _ := end()
+	id := r.Get("monitor_id").String()
+	if r.Get("status").String() != state.StatusRunning {
+		t.Fatalf("start answered %s: want running", r.Raw)
+	}
 	for _, ms := range []string{"7200000", "-7200000"} {
 		step(ms)
 		if s := l.status(id).Get("status").String(); s != state.StatusRunning {
@@ -810,7 +826,7 @@ func TestFaultsWallClockStep(t *testing.T) {
 			t.Fatalf("after two renewals with the wall clock stepped by %s ms, %s is %s", ms, id, s)
 		}
 	}
-	r, _ := l.run("cancel", id)
+	r, _ = l.run("cancel", id)
 	if r.Get("reason").String() != "cancel" || !r.Get("group_empty_verified").Bool() {
 		t.Fatalf("cancel answered %s", r.Raw)
 	}

@@ -215,7 +215,7 @@ func (p *PreparedExec) Run(ctx context.Context) (*ExecResult, error) {
 
 	var deadline <-chan time.Time
 	if d := spec.DeadlineMs; d != nil {
-		t := time.NewTimer(time.Until(time.UnixMilli(*d)))
+		t := time.NewTimer(time.Until(monoDeadline(*d)))
 		defer t.Stop()
 		deadline = t.C
 	}

@@ -31,6 +31,14 @@ import (
 // judged by state.MonoNowMs. The fault tests may step it.
 func nowMs() int64 { return time.Now().UnixMilli() + fault.WallStepMs() }
 
+// monoDeadline returns when the wall-clock time ms comes, on the monotonic
+// clock: a step of the wall clock after this call does not move it. A
+// deadline is a time to run, counted from admission, so it is read this
+// way as soon as custody begins.
+func monoDeadline(ms int64) time.Time {
+	return time.Now().Add(time.Duration(ms-nowMs()) * time.Millisecond)
+}
+
 // drainCause says why custody is ending and what status the receipt takes.
 type drainCause struct {
 	status  string
@@ -90,7 +98,7 @@ type guardian struct {
 	receipted chan struct{}      // closed once the receipt exists, durable or not
 	receipt   atomic.Pointer[state.Receipt]
 	// deadlineAt is when the work deadline passes, on the monotonic
-	// clock (zero: none), set once custody is kept.
+	// clock (zero: none), set as the spec arrives, before the handoff.
 	deadlineAt time.Time
 	// escaped is the latest look for the sessions the service's
 	// descendants made (watchEscapes): the record takes it as soon as it
@@ -318,6 +326,12 @@ func (g *guardian) discard(keepTrace bool) {
 // the guardian.
 func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRedactor) (err error) {
 	g.spec = spec
+	if d := spec.WorkDeadlineMs; d != nil {
+		// Read before the handoff: read after it, a step of the wall
+		// clock as the caller goes on would move the deadline by the
+		// step (TestFaultsWallClockStep steps it there).
+		g.deadlineAt = monoDeadline(*d)
+	}
 	defer func() {
 		// An error names argv[0] or the working directory, which may
 		// hold a secret.
@@ -692,11 +706,7 @@ func (g *guardian) keepCustody() {
 	settle := time.NewTimer(settleAfter)
 	defer settle.Stop()
 	var deadline <-chan time.Time
-	if d := g.spec.WorkDeadlineMs; d != nil {
-		// The deadline is a time to run, counted from admission: once
-		// here it is kept on the monotonic clock (deadlineAt), which a
-		// step of the wall clock does not move.
-		g.deadlineAt = time.Now().Add(time.Duration(*d-nowMs()) * time.Millisecond)
+	if !g.deadlineAt.IsZero() {
 		t := time.NewTimer(time.Until(g.deadlineAt))
 		defer t.Stop()
 		deadline = t.C
