@@ -500,8 +500,8 @@ func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// sigchild ID SIGNAL and sigguardian ID SIGNAL send SIGSTOP, SIGCONT or
-// SIGTERM to a monitor's own child or guardian, checked against the start
+// sigchild ID SIGNAL and sigguardian ID SIGNAL send SIGSTOP, SIGCONT,
+// SIGTERM or SIGKILL to a monitor's own child or guardian, checked against the start
 // time recorded when the monitor started (read before any tampering).
 func cmdSigChild(ts *testscript.TestScript, neg bool, args []string) {
 	signalMonitor(ts, neg, args, "sigchild", func(m *state.Monitor) (int, uint64) { return m.PID, m.ChildStartTicks })
@@ -512,9 +512,9 @@ func cmdSigGuardian(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func signalMonitor(ts *testscript.TestScript, neg bool, args []string, name string, target func(*state.Monitor) (int, uint64)) {
-	sig := map[string]unix.Signal{"SIGSTOP": unix.SIGSTOP, "SIGCONT": unix.SIGCONT, "SIGTERM": unix.SIGTERM}
+	sig := map[string]unix.Signal{"SIGSTOP": unix.SIGSTOP, "SIGCONT": unix.SIGCONT, "SIGTERM": unix.SIGTERM, "SIGKILL": unix.SIGKILL}
 	if neg || len(args) != 2 || sig[args[1]] == 0 {
-		ts.Fatalf("usage: %s MONITOR_ID SIGSTOP|SIGCONT|SIGTERM", name)
+		ts.Fatalf("usage: %s MONITOR_ID SIGSTOP|SIGCONT|SIGTERM|SIGKILL", name)
 	}
 	key := name + ":" + args[0]
 	pid, ticks := 0, uint64(0)
