@@ -833,6 +833,34 @@ func TestFaultsWallClockStep(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsStartAfterAWallStep starts a monitor with a work deadline an
+// hour and a half away once the wall clock has been stepped two hours
+// forward: the start admits it on the clock the guardian reads, so it runs
+// and its deadline is an hour and a half from the stepped now. Admitted on
+// the clock before the step, as the launcher once read it while the
+// guardian read the stepped one, the deadline had passed at the handoff.
+func TestFaultsStartAfterAWallStep(t *testing.T) {
+	l := newFaultLab(t, 3, 20)
+	step := l.steppedClock()
+	const stepMs, timeoutMs = 7200000, 90 * 60 * 1000
+	step(strconv.Itoa(stepMs))
+	before := time.Now().UnixMilli() + stepMs
+	id, m := l.startMonitor("", "start", "--timeout", "90m", "--", "sleeper")
+	after := time.Now().UnixMilli() + stepMs
+	if m.WorkDeadlineMs == nil {
+		t.Fatal("no work deadline")
+	}
+	if d := *m.WorkDeadlineMs; d < before+timeoutMs || d > after+timeoutMs {
+		t.Fatalf("work deadline %d: want between %d and %d", d, before+timeoutMs, after+timeoutMs)
+	}
+	l.awaitRenewals(id, 2)
+	if s := l.status(id).Get("status").String(); s != state.StatusRunning {
+		t.Fatalf("started with the wall clock stepped by %d ms, %s is %s", stepMs, id, s)
+	}
+	l.run("cancel", id)
+	l.settle()
+}
+
 // TestFaultsOtherTimeNamespace shows a running monitor from a time
 // namespace whose monotonic clock is an hour ahead (unshare --time
 // --monotonic), as a command in a container or a sandbox might. The window

@@ -2,7 +2,6 @@ package proc
 
 import (
 	"context"
-	"time"
 
 	"procmon/internal/protocol"
 	"procmon/internal/state"
@@ -42,7 +41,7 @@ type Executed struct {
 // done), the command is drained and the result says so (reason
 // ExecInterrupted).
 func Execute(ctx context.Context, dir *state.Dir, req ExecRequest) (*Executed, error) {
-	admitted := time.Now().UnixMilli()
+	admitted := nowMs()
 	if err := req.check(); err != nil {
 		return nil, err
 	}

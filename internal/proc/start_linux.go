@@ -212,7 +212,7 @@ func OwnerAlive(o state.Owner) bool { return Matches(o.PID, o.StartTicks) }
 // failure for a monitor that exists: a guardian lost during the start is
 // reconciled, and the error names the monitor and its receipt.
 func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
-	admitted := time.Now().UnixMilli()
+	admitted := nowMs()
 	if err := req.check(); err != nil {
 		early.AbandonLaunched()
 		return nil, nil, err
