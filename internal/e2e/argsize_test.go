@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +31,45 @@ func TestTooLongArgumentUsesNoSlot(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 ||
 			gjson.GetBytes(out, "error.code").String() != "invalid_request" || gjson.GetBytes(out, "error.details.field").String() != "argv" {
 			t.Fatalf("%s answered %v: %s", cmd, err, out)
+		}
+	}
+	out := runProcmon(t, procmon, "exec", "--", "printer", "ok")
+	if n := gjson.GetBytes(out, "command_ordinal").Int(); n != 1 || gjson.GetBytes(out, "status").String() != "exited" {
+		t.Fatalf("the next exec answered %s; want the first slot", out)
+	}
+	assertNothingLeft(t, stateDir)
+}
+
+// TestTooMuchSecretUsesNoSlot: a start or an exec whose secrets, with the
+// values of its secret variables, are more than procmon compiles for one
+// command is invalid_request (exit 2) naming the variables, and neither
+// the values nor their sizes, before it takes a slot; the next command
+// takes the first one, and no guardian is left.
+func TestTooMuchSecretUsesNoSlot(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	procmon := procmonIn(t, stateDir, t.TempDir())
+	runProcmon(t, procmon, "configure", "--enable")
+	value := strings.Repeat("Qx7", 12<<10) // 36 KiB: each under execve's bound, together past 64 KiB
+	body, err := json.Marshal(map[string]any{"request": map[string]any{
+		"argv": []string{"printer", "ok"},
+		"env":  map[string]string{"FIRST_TOKEN": value, "SECOND_KEY": value + "2"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"start", "exec"} {
+		c := procmon(cmd)
+		c.Stdin = strings.NewReader(string(body))
+		out, err := c.Output()
+		var exit *exec.ExitError
+		msg := gjson.GetBytes(out, "error.message").String()
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 ||
+			gjson.GetBytes(out, "error.code").String() != "invalid_request" || gjson.GetBytes(out, "error.details.field").String() != "secrets" ||
+			!strings.Contains(msg, "FIRST_TOKEN") || !strings.Contains(msg, "SECOND_KEY") {
+			t.Fatalf("%s answered %v: %.2000s", cmd, err, out)
+		}
+		if strings.Contains(string(out), "Qx7Qx7") || strings.Contains(string(out), strconv.Itoa(2*len(value)+1)) {
+			t.Errorf("%s's refusal tells a value or its size: %.2000s", cmd, out)
 		}
 	}
 	out := runProcmon(t, procmon, "exec", "--", "printer", "ok")

@@ -68,7 +68,10 @@ func Execute(ctx context.Context, dir *state.Dir, req ExecRequest) (*Executed, e
 		timeout = *req.TimeoutSeconds
 	}
 	env := req.Environ()
-	secrets, warnings := req.secrets(env, run)
+	secrets, warnings, err := req.secrets(env, run)
+	if err != nil {
+		return nil, err
+	}
 	sb := run.Policy.Sandbox
 	spec := ExecSpec{
 		Argv:           req.Argv,

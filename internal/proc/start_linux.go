@@ -111,6 +111,9 @@ func (c *Command) check() error {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
 		}
 	}
+	if redact.SecretsLen(c.Secrets) > redact.MaxSecretsLen {
+		return errTooMuchSecret(true, nil)
+	}
 	return c.checkSize()
 }
 
@@ -188,8 +191,11 @@ func (c *Command) Environ() []string {
 // caller believes a value redacted that the service may still print.
 // The settings' names are not: they apply to every command, most of
 // which have no such variable.
-func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []string) {
-	secrets, warnings = redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
+func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []string, err error) {
+	secrets, vars, warnings := redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
+	if redact.SecretsLen(secrets) > redact.MaxSecretsLen {
+		return nil, nil, errTooMuchSecret(len(c.Secrets) > 0, vars)
+	}
 	for i, n := range c.SecretEnv {
 		if slices.Contains(c.SecretEnv[:i], n) {
 			continue
@@ -198,7 +204,27 @@ func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []str
 			warnings = append(warnings, fmt.Sprintf("secret_env names %s, which the command's environment does not set (or sets empty): nothing is redacted for it", n))
 		}
 	}
-	return secrets, warnings
+	return secrets, warnings, nil
+}
+
+// errTooMuchSecret refuses a command whose secrets, with the values of its
+// secret variables vars, are more than a guardian compiles (see
+// redact.MaxSecretsLen). It names the bound and the variables, never a
+// size: a size tells something of a secret.
+func errTooMuchSecret(given bool, vars []string) error {
+	what, verb, fix := "the secrets given", "come to", "pass fewer"
+	switch {
+	case len(vars) == 1:
+		what, verb, fix = "the value of the secret variable "+vars[0], "is", "unset it for this command if it holds no secret"
+	case len(vars) > 1:
+		what, fix = "the values of the secret variables "+strings.Join(vars, ", "), "unset those that hold no secret for this command"
+	}
+	if given && len(vars) > 0 {
+		what, verb, fix = "the secrets given and "+what, "come to", "pass fewer secrets, or "+fix
+	}
+	return protocol.Errorf(protocol.CodeInvalidRequest,
+		"%s %s more than %d bytes (64 KiB), more than procmon redacts for one command (compiling a secret takes about 4 KB of memory per byte); %s",
+		what, verb, redact.MaxSecretsLen, fix).With("field", "secrets")
 }
 
 // OwnerAlive reports whether a run's owner is the process it was bound to.
@@ -229,7 +255,10 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 		return nil, nil, err
 	}
 	env := req.Environ()
-	secrets, warnings := req.secrets(env, run)
+	secrets, warnings, err := req.secrets(env, run)
+	if err != nil {
+		return nil, nil, err
+	}
 	sb := run.Policy.Sandbox
 	spec := Spec{
 		StateDir:       dir.Path,

@@ -23,10 +23,10 @@ func SecretName(name string) bool {
 
 // Secrets gathers the values a command's output is redacted of: the ones
 // given, and the values of the variables of env (NAME=VALUE) that are
-// secret, by SecretName or because names lists them. A secret variable
-// whose value is shorter than MinSecretLen would shred ordinary output:
-// it is left alone and named in a warning.
-func Secrets(env, given, names []string) (secrets, warnings []string) {
+// secret, by SecretName or because names lists them; vars names those
+// variables. A secret variable whose value is shorter than MinSecretLen
+// would shred ordinary output: it is left alone and named in a warning.
+func Secrets(env, given, names []string) (secrets, vars, warnings []string) {
 	secrets = append(secrets, given...)
 	named := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -42,6 +42,7 @@ func Secrets(env, given, names []string) (secrets, warnings []string) {
 			continue
 		}
 		secrets = append(secrets, v)
+		vars = append(vars, k)
 	}
-	return secrets, warnings
+	return secrets, vars, warnings
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // TestSecrets: the given secrets, and the values of variables secret by
-// name or listed; a secret value too short to redact is named in a
+// name or listed, and those variables' names; a secret value too short to redact is named in a
 // warning instead, and empty values are nothing.
 func TestSecrets(t *testing.T) {
 	long := strings.Repeat("s", MinSecretLen)
@@ -30,10 +30,14 @@ func TestSecrets(t *testing.T) {
 		"SSH_ASKPASS=/usr/bin/" + long + "not", // a program
 		"COMPASS=" + long + "not",
 	}
-	secrets, warnings := Secrets(env, []string{"given-" + long}, []string{"PLAIN"})
+	secrets, vars, warnings := Secrets(env, []string{"given-" + long}, []string{"PLAIN"})
 	want := []string{"given-" + long, long + "1", long + "2", long + "3", long + "4", long + "5", long + "6", long + "7", long + "8", long + "9"}
 	if !slices.Equal(secrets, want) {
 		t.Errorf("secrets %q, want %q", secrets, want)
+	}
+	wantVars := []string{"API_TOKEN", "db_password", "SIGNING_KEY", "PLAIN", "DB_PASS", "MYSQL_PWD", "SMTP_PASSWD", "GPG_PASSPHRASE", "MAPS_APIKEY"}
+	if !slices.Equal(vars, wantVars) {
+		t.Errorf("vars %q, want %q", vars, wantVars)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "SHORT_SECRET") || strings.Contains(warnings[0], "abc") {
 		t.Errorf("warnings %q, want one naming SHORT_SECRET without its value", warnings)
