@@ -130,7 +130,7 @@ var schemaCatalog = &schema.Catalog{
 		"argv":                         "The program and its arguments, argv[0] first; it is looked up through PATH. In a response, credentials in it are redacted.",
 		"cwd":                          "Working directory (absolute, or relative to the caller's). For a service it is also the component root file waits resolve beneath. Default: the caller's working directory.",
 		"env":                          "Environment variables added to (or replacing those of) the inherited environment, as NAME: VALUE. Values of variables named like *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *PASSPHRASE*, *APIKEY*, *CREDENTIAL*, *_KEY, *_PASS, *_PWD are redacted from the output.",
-		"secrets":                      "Literal strings to redact from the output wherever they appear, in any common escaping (each at least 8 bytes; with the values of the secret variables, at most 64 KiB in all). Never stored.",
+		"secrets":                      "Literal strings to redact from the output wherever they appear, in any common escaping (each at least 8 bytes; with the values of the secret variables, at most 64 KiB in all, less where escapings lengthen them). Never stored.",
 		"secret_env":                   "Names of environment variables whose values are secrets to redact, besides those secret by name.",
 		"pid":                          "The process id of the service (or command); it leads its own process group.",
 		"pgid":                         "The process group id, equal to pid: the group procmon drains.",

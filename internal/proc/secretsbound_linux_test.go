@@ -11,11 +11,12 @@ import (
 )
 
 // TestSecretsBound: the distinct secrets of one command, given and from
-// its secret variables, come to at most redact.MaxSecretsLen bytes. At the
-// bound a command passes; a byte past it is invalid_request naming the
-// field and, for variables, their names, and never a size, which would
-// tell something of a secret. A secret given twice, or given and also in
-// a variable, counts once, as it is compiled once.
+// its secret variables, are what redact.Compilable takes: at most
+// redact.MaxSecretsLen bytes, and less where escapings lengthen them. At
+// the bound a command passes; a byte past it is invalid_request naming
+// the field and, for variables, their names, and never a size. A secret
+// given twice, or given and also in a variable, counts once, as it is
+// compiled once.
 func TestSecretsBound(t *testing.T) {
 	half := strings.Repeat("h", redact.MaxSecretsLen/2)
 	other := strings.Repeat("o", redact.MaxSecretsLen/2)
@@ -34,6 +35,8 @@ func TestSecretsBound(t *testing.T) {
 		{"given and in a variable", Command{Secrets: []string{half}, Env: map[string]string{"A_TOKEN": half, "B_KEY": other + "o"}}, []string{"A_TOKEN", "B_KEY"}},
 		{"the same given and in a variable", Command{Secrets: []string{half}, Env: map[string]string{"A_TOKEN": half, "B_KEY": other}}, nil},
 		{"not secret by name", Command{Env: map[string]string{"A_TOKEN": half, "PLAIN": other + "o"}}, nil},
+		// Within the bound on bytes, past the one on what they compile to.
+		{"escaped characters in a variable", Command{Env: map[string]string{"A_TOKEN": strings.Repeat("\x01\"\\<>&\x7fé", 4000)}}, []string{"A_TOKEN"}},
 	} {
 		c.cmd.Argv, c.cmd.Cwd = []string{"true"}, "/"
 		err := c.cmd.check()

@@ -111,7 +111,7 @@ func (c *Command) check() error {
 			return protocol.Errorf(protocol.CodeInvalidRequest, "secrets[%d] is shorter than %d bytes; so short a secret would shred ordinary output", i, redact.MinSecretLen).With("field", "secrets")
 		}
 	}
-	if redact.SecretsLen(c.Secrets) > redact.MaxSecretsLen {
+	if !redact.Compilable(c.Secrets) {
 		return errTooMuchSecret(true, nil)
 	}
 	return c.checkSize()
@@ -193,7 +193,7 @@ func (c *Command) Environ() []string {
 // which have no such variable.
 func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []string, err error) {
 	secrets, vars, warnings := redact.Secrets(env, c.Secrets, append(slices.Clip(c.SecretEnv), run.Policy.SecretEnv...))
-	if redact.SecretsLen(secrets) > redact.MaxSecretsLen {
+	if !redact.Compilable(secrets) {
 		return nil, nil, errTooMuchSecret(len(c.Secrets) > 0, vars)
 	}
 	for i, n := range c.SecretEnv {
@@ -209,21 +209,24 @@ func (c *Command) secrets(env []string, run *state.Run) (secrets, warnings []str
 
 // errTooMuchSecret refuses a command whose secrets, with the values of its
 // secret variables vars, are more than a guardian compiles (see
-// redact.MaxSecretsLen). It names the bound and the variables, never a
-// size: a size tells something of a secret.
+// redact.Compilable). It names the bounds and the variables, and no size
+// of a secret. (A caller probing the bounds with secrets of its own could
+// learn a variable's length, and how many of its characters escapings
+// change: no more than any command it runs may print, ${#NAME} and more.)
 func errTooMuchSecret(given bool, vars []string) error {
-	what, verb, fix := "the secrets given", "come to", "pass fewer"
+	what, verb, fix := "the secrets given", "are", "pass fewer or shorter secrets"
+	const empty = `set it empty for this command if the command does not need it (--env NAME=, or "env": {"NAME": ""} in a request)`
 	switch {
 	case len(vars) == 1:
-		what, verb, fix = "the value of the secret variable "+vars[0], "is", "unset it for this command if it holds no secret"
+		what, verb, fix = "the value of the secret variable "+vars[0], "is", strings.Replace(empty, "NAME", vars[0], 2)
 	case len(vars) > 1:
-		what, fix = "the values of the secret variables "+strings.Join(vars, ", "), "unset those that hold no secret for this command"
+		what, fix = "the values of the secret variables "+strings.Join(vars, ", "), `set empty for this command those the command does not need (--env NAME=, or "env": {"NAME": ""} in a request)`
 	}
 	if given && len(vars) > 0 {
-		what, verb, fix = "the secrets given and "+what, "come to", "pass fewer secrets, or "+fix
+		what, verb, fix = "the secrets given and "+what, "are", "pass fewer secrets, or "+fix
 	}
 	return protocol.Errorf(protocol.CodeInvalidRequest,
-		"%s %s more than %d bytes (64 KiB), more than procmon redacts for one command (compiling a secret takes about 4 KB of memory per byte); %s",
+		"%s %s more than procmon redacts for one command: at most %d bytes (64 KiB) of distinct secrets, and less where escapings lengthen them (quotes, backslashes, <, >, &, control characters, non-ASCII) or where they are thousands; %s",
 		what, verb, redact.MaxSecretsLen, fix).With("field", "secrets")
 }
 

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,27 +14,63 @@ const Marker = "[REDACTED]"
 // shred ordinary text.
 const MinSecretLen = 8
 
-// MaxSecretsLen bounds the bytes of the distinct secrets of one start
-// (see SecretsLen), which a caller refuses beyond it. Every byte of a
-// secret stands in about twenty forms, and compiling them takes about
-// 4 KB of memory while New runs: 64 KiB of secrets cost 0.6 s and
-// 265 MB, and the 4 MiB a request may hold would cost gigabytes, taken
-// by a guardian before its start is handed off. The largest credentials
-// are far inside it (an RSA-4096 private key is 3.2 KB).
-const MaxSecretsLen = 64 << 10
+// Compiling secrets takes memory and time in proportion to their forms
+// (the needles): about 150 bytes and 0.5 µs for each byte of the needles,
+// and about 3 KB and 60 µs more for each needle (measured on a 2-core
+// machine). A plain secret has some ten times its length in needles, one
+// whose characters escapings change (quotes, backslashes, <, >, &,
+// control characters, non-ASCII) up to 135 times, and a request may hold
+// 4 MiB. So New compiles a bounded set, which callers check first with
+// Compilable: at most MaxSecretsLen bytes of distinct secrets, whose
+// needles come to at most maxNeedleBytes bytes and maxNeedles needles.
+// The worst shapes within them took 280 MB and 1.0 s (one secret of
+// escaped characters, 2 MiB of needles) and 130 MB and 2.0 s (574 short
+// ones, 16,360 needles); 64 KiB of PEM key, 1.3 MB of needles, took
+// 180 MB and 0.8 s. The largest real credentials are far inside (an
+// RSA-4096 key is 3.2 KB).
+const (
+	MaxSecretsLen  = 64 << 10
+	maxNeedleBytes = 2 << 20
+	maxNeedles     = 16 << 10
+)
 
-// SecretsLen is the bytes of the distinct secrets, each counted once as
-// New compiles it once.
-func SecretsLen(secrets []string) int {
+// errTooMuchSecret is New's refusal of a set past the bounds.
+var errTooMuchSecret = errors.New("redact: the secrets are more than one redactor compiles")
+
+// Compilable reports whether New compiles secrets within its bounds. It
+// makes their needles but compiles nothing, a small part of New's work;
+// its answer tells no more of the secrets than their lengths and how many
+// of their characters escapings change.
+func Compilable(secrets []string) bool {
+	secrets = distinct(secrets)
+	if totalLen(secrets) > MaxSecretsLen {
+		return false
+	}
+	_, err := needlePatterns(secrets, true)
+	return err == nil
+}
+
+func totalLen(secrets []string) int {
 	n := 0
+	for _, s := range secrets {
+		n += len(s)
+	}
+	return n
+}
+
+// distinct returns the secrets, each once, in their first order: a
+// secret given twice, or given and also the value of a variable, is
+// compiled once.
+func distinct(secrets []string) []string {
 	seen := make(map[string]bool, len(secrets))
+	out := make([]string, 0, len(secrets))
 	for _, s := range secrets {
 		if !seen[s] {
 			seen[s] = true
-			n += len(s)
+			out = append(out, s)
 		}
 	}
-	return n
+	return out
 }
 
 // Redactor is the compiled set of credentials. It is immutable, so one
@@ -59,8 +96,8 @@ type Redactor struct {
 // New compiles the known credentials: every form of every secret, plus the
 // format rules. The list may be empty, leaving the format rules only. A
 // secret shorter than MinSecretLen is an error whose message names the
-// secret's index, never its value; so is a set of secrets with more than
-// millions of forms.
+// secret's index, never its value; so is a set past the bounds of
+// Compilable.
 func New(secrets []string) (*Redactor, error) {
 	return newRedactor(secrets, true, true)
 }
@@ -68,6 +105,15 @@ func New(secrets []string) (*Redactor, error) {
 // newRedactor lets tests switch the format rules and the lanes off, so
 // that the literal matcher can be compared with a naive search.
 func newRedactor(secrets []string, rules, escapes bool) (*Redactor, error) {
+	for i, s := range secrets {
+		if len(s) < MinSecretLen {
+			return nil, fmt.Errorf("redact: secret %d is shorter than %d bytes", i, MinSecretLen)
+		}
+	}
+	secrets = distinct(secrets)
+	if totalLen(secrets) > MaxSecretsLen {
+		return nil, errTooMuchSecret
+	}
 	pats, err := needlePatterns(secrets, escapes)
 	if err != nil {
 		return nil, err
@@ -157,24 +203,27 @@ func lanesFor(secrets []string) []laneSpec {
 // 10%; these cost it 2%.
 // The collapsed form of a secret with whitespace inside is marked for
 // the whitespace lane (with lanes only: it is a whitespace spelling of
-// the secret as it stands, too).
+// the secret as it stands, too). Past maxNeedleBytes or maxNeedles it
+// stops, with errTooMuchSecret.
 func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
 	seen := make(map[string]int)
 	var pats []pattern
+	size := 0 // of the needles' texts
 	add := func(f string, esc, pct, space bool) {
 		k, ok := seen[f]
 		if !ok {
 			k = len(pats)
 			seen[f] = k
 			pats = append(pats, pattern{text: f, needle: true, holding: true})
+			size += len(f)
 		}
 		pats[k].esc = pats[k].esc || esc
 		pats[k].pct = pats[k].pct || pct
 		pats[k].space = pats[k].space || space
 	}
-	for i, s := range secrets {
-		if len(s) < MinSecretLen {
-			return nil, fmt.Errorf("redact: secret %d is shorter than %d bytes", i, MinSecretLen)
+	for _, s := range secrets {
+		if size > maxNeedleBytes || len(pats) > maxNeedles {
+			return nil, errTooMuchSecret
 		}
 		b64 := base64Forms(s)
 		for _, f := range Forms(s) {
@@ -187,6 +236,9 @@ func needlePatterns(secrets []string, lanes bool) ([]pattern, error) {
 		if c := collapsedForm(s); c != "" && lanes {
 			add(c, false, false, true)
 		}
+	}
+	if size > maxNeedleBytes || len(pats) > maxNeedles {
+		return nil, errTooMuchSecret
 	}
 	return pats, nil
 }

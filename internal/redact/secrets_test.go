@@ -1,14 +1,17 @@
 package redact
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 )
 
 // TestSecrets: the given secrets, and the values of variables secret by
-// name or listed, and those variables' names; a secret value too short to redact is named in a
-// warning instead, and empty values are nothing.
+// name or listed, and those variables' names; a secret value too short
+// to redact is named in a warning instead, and empty values are nothing.
 func TestSecrets(t *testing.T) {
 	long := strings.Repeat("s", MinSecretLen)
 	env := []string{
@@ -41,5 +44,59 @@ func TestSecrets(t *testing.T) {
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "SHORT_SECRET") || strings.Contains(warnings[0], "abc") {
 		t.Errorf("warnings %q, want one naming SHORT_SECRET without its value", warnings)
+	}
+}
+
+// TestCompilable: New compiles at most MaxSecretsLen bytes of distinct
+// secrets, whose needles stay within maxNeedleBytes and maxNeedles;
+// Compilable says so beforehand, and New refuses the rest without
+// compiling them. A secret given many times counts once.
+func TestCompilable(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	b64 := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[rnd.IntN(64)]
+		}
+		return string(b)
+	}
+	// 9 bytes, each escaped by some escaping.
+	escaped := strings.Repeat("\x01\"\\<>&\x7fé", MaxSecretsLen/9)
+	// 8192 secrets of 8 bytes: within the bound on bytes, past the one on
+	// needles (each has four, its base64 forms alike in none).
+	var many []string
+	for i := range 8192 {
+		many = append(many, fmt.Sprintf("%08x", uint32(i)*2654435761))
+	}
+	key := b64(MaxSecretsLen)
+	for _, c := range []struct {
+		name    string
+		secrets []string
+		want    bool
+		// pastBytes says the set is past the bound on bytes; the others
+		// that are refused are past a bound on needles alone.
+		pastBytes bool
+	}{
+		{"none", nil, true, false},
+		{"a key of the bound", []string{key}, true, false},
+		{"the same key, forty times", slices.Repeat([]string{key}, 40), true, false},
+		{"a byte past the bound", []string{key[:MaxSecretsLen/2], key[MaxSecretsLen/2:] + "x"}, false, true},
+		{"escaped characters, a seventh of the bound", []string{escaped[:MaxSecretsLen/7]}, true, false},
+		{"escaped characters, to the bound", []string{escaped}, false, false},
+		{"a few hundred short secrets", many[:400], true, false},
+		{"thousands of short secrets", many, false, false},
+	} {
+		if past := totalLen(distinct(c.secrets)) > MaxSecretsLen; past != c.pastBytes {
+			t.Fatalf("%s: past the bound on bytes %v, meant to be %v", c.name, past, c.pastBytes)
+		}
+		if got := Compilable(c.secrets); got != c.want {
+			t.Errorf("%s: Compilable %v, want %v", c.name, got, c.want)
+		}
+		if c.want {
+			continue
+		}
+		if _, err := New(c.secrets); !errors.Is(err, errTooMuchSecret) {
+			t.Errorf("%s: New answered %v, want errTooMuchSecret", c.name, err)
+		}
 	}
 }
