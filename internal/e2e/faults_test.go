@@ -861,6 +861,44 @@ func TestFaultsStartAfterAWallStep(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsWallClockStepBackKeepsTimeMarks steps the wall clock two
+// hours back under a service that prints a line, waits a second and
+// prints another: the guardian marks the second line's time too (the
+// index of logs --since), on the stepped clock. Its marks were spaced by
+// the wall clock, so after the step it marked nothing for two hours.
+func TestFaultsWallClockStepBackKeepsTimeMarks(t *testing.T) {
+	l := newFaultLab(t, 3, 20)
+	step := l.steppedClock()
+	goFile := filepath.Join(t.TempDir(), "go")
+	id, _ := l.startMonitor("", "start", "--", "sh", "-c",
+		`echo early; while [ ! -e `+goFile+` ]; do sleep 0.05; done; echo late; exec sleep 1000`)
+	l.run("wait", id, "--output", "early", "--timeout", "30")
+	const stepMs = -7200000
+	step(strconv.Itoa(stepMs))
+	// Past the second that spaces the marks, by either clock.
+	time.Sleep(1500 * time.Millisecond)
+	before := time.Now().UnixMilli() + stepMs
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.run("wait", id, "--output", "late", "--timeout", "30")
+	after := time.Now().UnixMilli() + stepMs
+	b, err := os.ReadFile(filepath.Join((&state.Dir{Path: l.state}).MonitorDir(id), state.TimesName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(marks) != 2 {
+		t.Fatalf("time marks %q: want one for each line", b)
+	}
+	at, off, _ := strings.Cut(marks[1], " ")
+	if ms, _ := strconv.ParseInt(at, 10, 64); ms < before || ms > after || off != "6" {
+		t.Errorf("the second mark is %q: want offset 6 at a time between %d and %d", marks[1], before, after)
+	}
+	l.run("cancel", id)
+	l.settle()
+}
+
 // TestFaultsOtherTimeNamespace shows a running monitor from a time
 // namespace whose monotonic clock is an hour ahead (unshare --time
 // --monotonic), as a command in a container or a sandbox might. The window
@@ -906,9 +944,16 @@ func TestFaultsOtherTimeNamespaceAfterAWallStep(t *testing.T) {
 // start, read the wall clock stepped by what step is last given (in
 // milliseconds), as NTP or date -s would step it for them all.
 func (l *faultLab) steppedClock() (step func(ms string)) {
-	clock := filepath.Join(l.t.TempDir(), "clock")
+	dir := l.t.TempDir()
+	clock := filepath.Join(dir, "clock")
 	step = func(ms string) {
-		if err := os.WriteFile(clock, []byte(ms), 0o600); err != nil {
+		// Renamed into place: written in place, a reader between the
+		// truncation and the write saw no step at all.
+		next := filepath.Join(dir, "clock.next")
+		if err := os.WriteFile(next, []byte(ms), 0o600); err != nil {
+			l.t.Fatal(err)
+		}
+		if err := os.Rename(next, clock); err != nil {
 			l.t.Fatal(err)
 		}
 	}

@@ -77,10 +77,11 @@ type outputCopier struct {
 	// times takes the log's time marks (see state.TimesName), made at the
 	// first mark (off the start's path) by newTimes, and nil once they
 	// could not be made or written; lastMark and marks are the last
-	// mark's time and their number. Only run touches them.
+	// mark's time (on the monotonic clock, which spaces them) and their
+	// number. Only run touches them.
 	times    io.WriteCloser
 	newTimes func() (io.WriteCloser, error)
-	lastMark int64
+	lastMark time.Time
 	marks    int
 
 	capOnce sync.Once
@@ -213,7 +214,9 @@ func (o *outputCopier) write(p []byte) {
 }
 
 // mark adds a time mark for output stored from offset on, unless the
-// last was less than a second ago.
+// last was less than a second ago. The mark shows the wall clock, and the
+// second is counted on the monotonic one: counted on the wall clock, a
+// step back of an hour wrote no mark for an hour.
 func (o *outputCopier) mark(offset int64) {
 	if o.marks == 0 && o.times == nil && o.newTimes != nil {
 		// The marks are an index: a monitor runs without them.
@@ -223,8 +226,8 @@ func (o *outputCopier) mark(offset int64) {
 	if o.times == nil {
 		return
 	}
-	now := time.Now().UnixMilli()
-	if o.marks > 0 && now-o.lastMark < 1000 {
+	now := time.Now()
+	if o.marks > 0 && now.Sub(o.lastMark) < time.Second {
 		return
 	}
 	if o.marks >= state.MaxTimeMarks {
@@ -232,7 +235,7 @@ func (o *outputCopier) mark(offset int64) {
 		o.times = nil
 		return
 	}
-	if _, err := o.times.Write(state.AppendTimeMark(nil, now, offset)); err != nil {
+	if _, err := o.times.Write(state.AppendTimeMark(nil, nowMs(), offset)); err != nil {
 		// A mark cut short ends the marks; later times read as the last
 		// whole one (more output, never less).
 		o.times.Close()
