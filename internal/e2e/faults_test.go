@@ -833,6 +833,35 @@ func TestFaultsWallClockStep(t *testing.T) {
 	l.settle()
 }
 
+// TestFaultsWallStepBeforeTheSpec steps the wall clock two hours forward
+// while a start with a work deadline an hour and a half away is stopped
+// between its admission and the spec it sends the guardian (as the slot
+// is taken, say): the monitor runs, its deadline counted on the monotonic
+// clock from the admission. Counted from the wall clock when the spec
+// arrived, it had passed before the handoff.
+func TestFaultsWallStepBeforeTheSpec(t *testing.T) {
+	l := newFaultLab(t, 3, 20)
+	step := l.steppedClock()
+	c := l.command("start:before_spec", "start", "--timeout", "90m", "--", "sleeper")
+	end := l.background(c)
+	if err := awaitStopped(c.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	step("7200000")
+	unix.Kill(c.Process.Pid, unix.SIGCONT)
+	r, _ := end()
+	id := r.Get("monitor_id").String()
+	if r.Get("status").String() != state.StatusRunning {
+		t.Fatalf("start answered %s: want running", r.Raw)
+	}
+	l.awaitRenewals(id, 2)
+	if s := l.status(id).Get("status").String(); s != state.StatusRunning {
+		t.Fatalf("with the wall clock stepped before the spec, %s is %s", id, s)
+	}
+	l.run("cancel", id)
+	l.settle()
+}
+
 // TestFaultsStartAfterAWallStep starts a monitor with a work deadline an
 // hour and a half away once the wall clock has been stepped two hours
 // forward: the start admits it on the clock the guardian reads, so it runs

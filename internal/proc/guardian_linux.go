@@ -327,10 +327,15 @@ func (g *guardian) discard(keepTrace bool) {
 func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRedactor) (err error) {
 	g.spec = spec
 	if d := spec.WorkDeadlineMs; d != nil {
-		// Read before the handoff: read after it, a step of the wall
-		// clock as the caller goes on would move the deadline by the
-		// step (TestFaultsWallClockStep steps it there).
+		// Counted on the monotonic clock from the admission, so that a
+		// step of the wall clock since then (as the slot is taken, or
+		// after the handoff: TestFaultsWallClockStep and
+		// TestFaultsWallStepBeforeTheSpec step it there) does not move it.
 		g.deadlineAt = monoDeadline(*d)
+		if spec.AdmittedMonoMs != 0 {
+			left := *d - spec.AdmittedAtMs - (state.MonoNowMs() - spec.AdmittedMonoMs)
+			g.deadlineAt = time.Now().Add(time.Duration(left) * time.Millisecond)
+		}
 	}
 	defer func() {
 		// An error names argv[0] or the working directory, which may

@@ -26,6 +26,10 @@ type Spec struct {
 	Secrets        []string
 	CommandOrdinal int64
 	AdmittedAtMs   int64
+	// AdmittedMonoMs is the admission on state.MonoNowMs's clock, which
+	// the guardian shares with its launcher: the work deadline is kept on
+	// it from the admission on (0: unknown, kept from the spec's arrival).
+	AdmittedMonoMs int64
 	WorkDeadlineMs *int64
 	MaxOutputBytes *int64
 	OwnerGraceMs   int64
@@ -48,7 +52,7 @@ type Spec struct {
 // encoding/json takes 30 to 100, which is under 1% of a start. The length
 // lets the guardian start without waiting for the caller to close the
 // pipe.)
-const specMagic = "procmon-spec-3\n"
+const specMagic = "procmon-spec-4\n"
 
 // maxSpecBytes bounds what a guardian reads as its spec.
 const maxSpecBytes = 16 << 20
@@ -67,6 +71,7 @@ func (s *Spec) MarshalBinary() ([]byte, error) {
 	w.strs(s.Secrets)
 	w.varint(s.CommandOrdinal)
 	w.varint(s.AdmittedAtMs)
+	w.varint(s.AdmittedMonoMs)
 	w.optional(s.WorkDeadlineMs)
 	w.optional(s.MaxOutputBytes)
 	w.varint(s.OwnerGraceMs)
@@ -141,6 +146,7 @@ func (s *Spec) decodeBody(d []byte) error {
 		Secrets:        r.strs(),
 		CommandOrdinal: r.varint(),
 		AdmittedAtMs:   r.varint(),
+		AdmittedMonoMs: r.varint(),
 		WorkDeadlineMs: r.optional(),
 		MaxOutputBytes: r.optional(),
 		OwnerGraceMs:   r.varint(),

@@ -31,6 +31,7 @@ func fullSpec() Spec {
 		Secrets:        []string{"hunter2hunter2", strings.Repeat("x", 300)},
 		CommandOrdinal: 7,
 		AdmittedAtMs:   1796041821674,
+		AdmittedMonoMs: 81234567,
 		WorkDeadlineMs: int64p(-1),
 		MaxOutputBytes: int64p(1 << 40),
 		OwnerGraceMs:   30000,

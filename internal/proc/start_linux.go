@@ -241,7 +241,7 @@ func OwnerAlive(o state.Owner) bool { return Matches(o.PID, o.StartTicks) }
 // failure for a monitor that exists: a guardian lost during the start is
 // reconciled, and the error names the monitor and its receipt.
 func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
-	admitted := nowMs()
+	admitted, admittedMono := nowMs(), state.MonoNowMs()
 	if err := req.check(); err != nil {
 		early.AbandonLaunched()
 		return nil, nil, err
@@ -273,6 +273,7 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 		Env:            env,
 		Secrets:        secrets,
 		AdmittedAtMs:   admitted,
+		AdmittedMonoMs: admittedMono,
 		WorkDeadlineMs: run.WorkDeadline(admitted, req.TimeoutSeconds),
 		MaxOutputBytes: sb.MaxOutputBytes,
 		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
