@@ -31,6 +31,22 @@ import (
 // judged by state.MonoNowMs. The fault tests may step it.
 func nowMs() int64 { return time.Now().UnixMilli() + fault.WallStepMs() }
 
+// deadlineAt returns when the spec's work deadline passes, on the
+// monotonic clock: counted from the admission on the clock that read it,
+// so that a step of the wall clock since (as the slot is taken, or after
+// the handoff: TestFaultsWallStepBeforeTheSpec and TestFaultsWallClockStep
+// step it there) does not move it. A guardian on another clock (another
+// time namespace), or one that reads it behind the admission, counts
+// from now on the wall clock instead.
+func (s *Spec) deadlineAt() time.Time {
+	elapsed := state.MonoNowMs() - s.AdmittedMonoMs
+	if s.AdmittedMonoMs == 0 || s.MonoClock != state.MonoClock() || elapsed < 0 {
+		return monoDeadline(*s.WorkDeadlineMs)
+	}
+	left := *s.WorkDeadlineMs - s.AdmittedAtMs - elapsed
+	return time.Now().Add(time.Duration(left) * time.Millisecond)
+}
+
 // monoDeadline returns when the wall-clock time ms comes, on the monotonic
 // clock: a step of the wall clock after this call does not move it. A
 // deadline is a time to run, counted from admission, so it is read this
@@ -326,16 +342,8 @@ func (g *guardian) discard(keepTrace bool) {
 // the guardian.
 func (g *guardian) start(spec Spec, in *bufio.Reader, compiled func() compiledRedactor) (err error) {
 	g.spec = spec
-	if d := spec.WorkDeadlineMs; d != nil {
-		// Counted on the monotonic clock from the admission, so that a
-		// step of the wall clock since then (as the slot is taken, or
-		// after the handoff: TestFaultsWallClockStep and
-		// TestFaultsWallStepBeforeTheSpec step it there) does not move it.
-		g.deadlineAt = monoDeadline(*d)
-		if spec.AdmittedMonoMs != 0 {
-			left := *d - spec.AdmittedAtMs - (state.MonoNowMs() - spec.AdmittedMonoMs)
-			g.deadlineAt = time.Now().Add(time.Duration(left) * time.Millisecond)
-		}
+	if spec.WorkDeadlineMs != nil {
+		g.deadlineAt = spec.deadlineAt()
 	}
 	defer func() {
 		// An error names argv[0] or the working directory, which may

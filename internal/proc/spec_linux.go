@@ -26,10 +26,12 @@ type Spec struct {
 	Secrets        []string
 	CommandOrdinal int64
 	AdmittedAtMs   int64
-	// AdmittedMonoMs is the admission on state.MonoNowMs's clock, which
-	// the guardian shares with its launcher: the work deadline is kept on
-	// it from the admission on (0: unknown, kept from the spec's arrival).
+	// AdmittedMonoMs is the admission on state.MonoNowMs's clock, named
+	// by MonoClock: the work deadline is counted on it from the admission
+	// by a guardian that reads the same clock (its launcher's child
+	// does), else from the spec's arrival.
 	AdmittedMonoMs int64
+	MonoClock      string
 	WorkDeadlineMs *int64
 	MaxOutputBytes *int64
 	OwnerGraceMs   int64
@@ -72,6 +74,7 @@ func (s *Spec) MarshalBinary() ([]byte, error) {
 	w.varint(s.CommandOrdinal)
 	w.varint(s.AdmittedAtMs)
 	w.varint(s.AdmittedMonoMs)
+	w.str(s.MonoClock)
 	w.optional(s.WorkDeadlineMs)
 	w.optional(s.MaxOutputBytes)
 	w.varint(s.OwnerGraceMs)
@@ -147,6 +150,7 @@ func (s *Spec) decodeBody(d []byte) error {
 		CommandOrdinal: r.varint(),
 		AdmittedAtMs:   r.varint(),
 		AdmittedMonoMs: r.varint(),
+		MonoClock:      r.str(),
 		WorkDeadlineMs: r.optional(),
 		MaxOutputBytes: r.optional(),
 		OwnerGraceMs:   r.varint(),

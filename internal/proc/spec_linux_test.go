@@ -32,6 +32,7 @@ func fullSpec() Spec {
 		CommandOrdinal: 7,
 		AdmittedAtMs:   1796041821674,
 		AdmittedMonoMs: 81234567,
+		MonoClock:      "time:[4026531834]",
 		WorkDeadlineMs: int64p(-1),
 		MaxOutputBytes: int64p(1 << 40),
 		OwnerGraceMs:   30000,
@@ -166,5 +167,36 @@ func TestHandoffRoundTrip(t *testing.T) {
 	}
 	if got, err := readHandoff(bufio.NewReader(bytes.NewReader(nil))); err != nil || got.Monitor != nil || got.Error != nil {
 		t.Fatalf("no handoff: %+v, %v", got, err)
+	}
+}
+
+// TestSpecDeadlineAt: the work deadline is counted from the admission on
+// the monotonic clock that read it, whatever the wall clock reads now;
+// from now on the wall clock when the spec names another clock (another
+// time namespace), names none, or reads the admission as still to come.
+func TestSpecDeadlineAt(t *testing.T) {
+	const hour = int64(time.Hour / time.Millisecond)
+	now, mono := nowMs(), state.MonoNowMs()
+	// Admitted a minute ago by both clocks, with 90 minutes to run; the
+	// wall clock has since been stepped two hours forward.
+	admitted := now - 2*hour - 60000
+	spec := Spec{AdmittedAtMs: admitted, AdmittedMonoMs: mono - 60000, MonoClock: state.MonoClock(), WorkDeadlineMs: int64p(admitted + 90*60000)}
+	fromAdmission := 89 * time.Minute
+	fromWall := -30*time.Minute - time.Minute // the stepped wall clock's view
+	for _, c := range []struct {
+		name string
+		edit func(*Spec)
+		want time.Duration
+	}{
+		{"the same clock", func(*Spec) {}, fromAdmission},
+		{"another clock", func(s *Spec) { s.MonoClock = "time:[1]" }, fromWall},
+		{"no reading", func(s *Spec) { s.AdmittedMonoMs = 0 }, fromWall},
+		{"a reading ahead", func(s *Spec) { s.AdmittedMonoMs = mono + hour }, fromWall},
+	} {
+		s := spec
+		c.edit(&s)
+		if got := time.Until(s.deadlineAt()); got < c.want-10*time.Second || got > c.want+10*time.Second {
+			t.Errorf("%s: the deadline is in %v, want %v", c.name, got, c.want)
+		}
 	}
 }

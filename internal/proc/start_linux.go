@@ -274,6 +274,7 @@ func Start(dir *state.Dir, req StartRequest) (*state.Monitor, []string, error) {
 		Secrets:        secrets,
 		AdmittedAtMs:   admitted,
 		AdmittedMonoMs: admittedMono,
+		MonoClock:      state.MonoClock(),
 		WorkDeadlineMs: run.WorkDeadline(admitted, req.TimeoutSeconds),
 		MaxOutputBytes: sb.MaxOutputBytes,
 		OwnerGraceMs:   run.Policy.OwnerGraceSeconds() * 1000,
