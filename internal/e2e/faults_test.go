@@ -890,39 +890,56 @@ func TestFaultsStartAfterAWallStep(t *testing.T) {
 	l.settle()
 }
 
-// TestFaultsWallClockStepBackKeepsTimeMarks steps the wall clock two
-// hours back under a service that prints a line, waits a second and
-// prints another: the guardian marks the second line's time too (the
-// index of logs --since), on the stepped clock. Its marks were spaced by
-// the wall clock, so after the step it marked nothing for two hours.
-func TestFaultsWallClockStepBackKeepsTimeMarks(t *testing.T) {
+// TestFaultsWallClockStepsKeepTimeMarks steps the wall clock two hours
+// back under a service that prints a line, waits a second and prints
+// another, then three hours forward and prints a third at once: the
+// guardian marks each line's time (the index of logs --since) on the
+// stepped clock. Its marks were spaced by the wall clock, so after the
+// step back it marked nothing for two hours; spaced by the monotonic
+// clock alone, the line just after the step forward went unmarked, and
+// logs --since a time after the step left it out.
+func TestFaultsWallClockStepsKeepTimeMarks(t *testing.T) {
 	l := newFaultLab(t, 3, 20)
 	step := l.steppedClock()
-	goFile := filepath.Join(t.TempDir(), "go")
+	dir := t.TempDir()
+	goLate, goLater := filepath.Join(dir, "late"), filepath.Join(dir, "later")
 	id, _ := l.startMonitor("", "start", "--", "sh", "-c",
-		`echo early; while [ ! -e `+goFile+` ]; do sleep 0.05; done; echo late; exec sleep 1000`)
+		`echo early; while [ ! -e `+goLate+` ]; do sleep 0.05; done; echo late; `+
+			`while [ ! -e `+goLater+` ]; do sleep 0.05; done; echo later; exec sleep 1000`)
 	l.run("wait", id, "--output", "early", "--timeout", "30")
-	const stepMs = -7200000
-	step(strconv.Itoa(stepMs))
-	// Past the second that spaces the marks, by either clock.
-	time.Sleep(1500 * time.Millisecond)
-	before := time.Now().UnixMilli() + stepMs
-	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
-		t.Fatal(err)
+	marks := func() []string {
+		b, err := os.ReadFile(filepath.Join((&state.Dir{Path: l.state}).MonitorDir(id), state.TimesName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	}
-	l.run("wait", id, "--output", "late", "--timeout", "30")
-	after := time.Now().UnixMilli() + stepMs
-	b, err := os.ReadFile(filepath.Join((&state.Dir{Path: l.state}).MonitorDir(id), state.TimesName))
-	if err != nil {
-		t.Fatal(err)
+	// The line printed once go is made is marked at offset off, at a time
+	// on the wall clock stepped by stepMs.
+	printed := func(stepMs int64, goFile, line, off string) {
+		t.Helper()
+		step(strconv.FormatInt(stepMs, 10))
+		if stepMs < 0 {
+			// Past the second that spaces the marks, on the monotonic
+			// clock: only it can tell that a second has passed.
+			time.Sleep(1500 * time.Millisecond)
+		}
+		before := time.Now().UnixMilli() + stepMs
+		if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l.run("wait", id, "--output", line, "--timeout", "30")
+		after := time.Now().UnixMilli() + stepMs
+		m := marks()
+		at, got, _ := strings.Cut(m[len(m)-1], " ")
+		if ms, _ := strconv.ParseInt(at, 10, 64); ms < before || ms > after || got != off {
+			t.Fatalf("time marks %q: want the last at offset %s, at a time between %d and %d", m, off, before, after)
+		}
 	}
-	marks := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(marks) != 2 {
-		t.Fatalf("time marks %q: want one for each line", b)
-	}
-	at, off, _ := strings.Cut(marks[1], " ")
-	if ms, _ := strconv.ParseInt(at, 10, 64); ms < before || ms > after || off != "6" {
-		t.Errorf("the second mark is %q: want offset 6 at a time between %d and %d", marks[1], before, after)
+	printed(-7200000, goLate, "late", "6")
+	printed(3600000, goLater, "later", "11")
+	if m := marks(); len(m) != 3 {
+		t.Fatalf("time marks %q: want one for each line", m)
 	}
 	l.run("cancel", id)
 	l.settle()

@@ -76,13 +76,14 @@ type outputCopier struct {
 
 	// times takes the log's time marks (see state.TimesName), made at the
 	// first mark (off the start's path) by newTimes, and nil once they
-	// could not be made or written; lastMark and marks are the last
-	// mark's time (on the monotonic clock, which spaces them) and their
-	// number. Only run touches them.
-	times    io.WriteCloser
-	newTimes func() (io.WriteCloser, error)
-	lastMark time.Time
-	marks    int
+	// could not be made or written; lastMark and lastMarkMs are the last
+	// mark's time on the monotonic clock and as it shows it, and marks
+	// their number. Only run touches them.
+	times      io.WriteCloser
+	newTimes   func() (io.WriteCloser, error)
+	lastMark   time.Time
+	lastMarkMs int64
+	marks      int
 
 	capOnce sync.Once
 	capHit  chan struct{} // closed when capture passes limit
@@ -214,9 +215,12 @@ func (o *outputCopier) write(p []byte) {
 }
 
 // mark adds a time mark for output stored from offset on, unless the
-// last was less than a second ago. The mark shows the wall clock, and the
-// second is counted on the monotonic one: counted on the wall clock, a
-// step back of an hour wrote no mark for an hour.
+// last was less than a second ago by both clocks. The mark shows the wall
+// clock. Counted on it alone, a step back of an hour wrote no mark for an
+// hour; counted on the monotonic clock alone, output in the second after
+// a step forward (or a resume from suspend, which the monotonic clock
+// does not count) was marked with the time before it, and logs --since
+// a time in that second left it out.
 func (o *outputCopier) mark(offset int64) {
 	if o.marks == 0 && o.times == nil && o.newTimes != nil {
 		// The marks are an index: a monitor runs without them.
@@ -226,8 +230,8 @@ func (o *outputCopier) mark(offset int64) {
 	if o.times == nil {
 		return
 	}
-	now := time.Now()
-	if o.marks > 0 && now.Sub(o.lastMark) < time.Second {
+	now, nowWall := time.Now(), nowMs()
+	if o.marks > 0 && now.Sub(o.lastMark) < time.Second && nowWall-o.lastMarkMs < 1000 {
 		return
 	}
 	if o.marks >= state.MaxTimeMarks {
@@ -235,14 +239,14 @@ func (o *outputCopier) mark(offset int64) {
 		o.times = nil
 		return
 	}
-	if _, err := o.times.Write(state.AppendTimeMark(nil, nowMs(), offset)); err != nil {
+	if _, err := o.times.Write(state.AppendTimeMark(nil, nowWall, offset)); err != nil {
 		// A mark cut short ends the marks; later times read as the last
 		// whole one (more output, never less).
 		o.times.Close()
 		o.times = nil
 		return
 	}
-	o.lastMark = now
+	o.lastMark, o.lastMarkMs = now, nowWall
 	o.marks++
 }
 
