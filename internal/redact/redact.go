@@ -23,11 +23,12 @@ const MinSecretLen = 8
 // 4 MiB. So New compiles a bounded set, which callers check first with
 // Compilable: at most MaxSecretsLen bytes of distinct secrets, whose
 // needles come to at most maxNeedleBytes bytes and maxNeedles needles.
-// The worst shapes within them took 280 MB and 1.0 s (one secret of
-// escaped characters, 2 MiB of needles) and 130 MB and 2.0 s (574 short
-// ones, 16,360 needles); 64 KiB of PEM key, 1.3 MB of needles, took
-// 180 MB and 0.8 s. The largest real credentials are far inside (an
-// RSA-4096 key is 3.2 KB).
+// The worst shapes found within them, near both needle bounds at once,
+// took about 450 MB and 1.6 to 3.8 s (one secret of escaped characters
+// with copies of its start; 391 short ones of escaped and non-ASCII
+// characters); 64 KiB of PEM key, 1.3 MB of needles, took 180 MB and
+// 0.8 s. The largest real credentials are far inside (an RSA-4096 key is
+// 3.2 KB).
 const (
 	MaxSecretsLen  = 64 << 10
 	maxNeedleBytes = 2 << 20

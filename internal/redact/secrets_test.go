@@ -69,6 +69,11 @@ func TestCompilable(t *testing.T) {
 		many = append(many, fmt.Sprintf("%08x", uint32(i)*2654435761))
 	}
 	key := b64(MaxSecretsLen)
+	var lines strings.Builder
+	for body := b64(MaxSecretsLen); lines.Len()+65+60 <= MaxSecretsLen; body = body[64:] {
+		lines.WriteString(body[:64] + "\n")
+	}
+	pem := "-----BEGIN PRIVATE KEY-----\n" + lines.String() + "-----END PRIVATE KEY-----"
 	for _, c := range []struct {
 		name    string
 		secrets []string
@@ -79,6 +84,7 @@ func TestCompilable(t *testing.T) {
 	}{
 		{"none", nil, true, false},
 		{"a key of the bound", []string{key}, true, false},
+		{"a PEM key of the bound", []string{pem}, true, false},
 		{"the same key, forty times", slices.Repeat([]string{key}, 40), true, false},
 		{"a byte past the bound", []string{key[:MaxSecretsLen/2], key[MaxSecretsLen/2:] + "x"}, false, true},
 		{"escaped characters, a seventh of the bound", []string{escaped[:MaxSecretsLen/7]}, true, false},
@@ -98,5 +104,33 @@ func TestCompilable(t *testing.T) {
 		if _, err := New(c.secrets); !errors.Is(err, errTooMuchSecret) {
 			t.Errorf("%s: New answered %v, want errTooMuchSecret", c.name, err)
 		}
+	}
+	// Each bound on needles holds where it is set, not somewhere near it.
+	needles := func(secrets []string) (n, size int) {
+		pats, err := needlePatterns(secrets, true)
+		if err != nil {
+			t.Fatalf("%d secrets: %v", len(secrets), err)
+		}
+		for _, p := range pats {
+			size += len(p.text)
+		}
+		return len(pats), size
+	}
+	if n, _ := needles(many[:maxNeedles/4]); n != maxNeedles || !Compilable(many[:maxNeedles/4]) || Compilable(many[:maxNeedles/4+1]) {
+		t.Errorf("%d short secrets have %d needles: want the most taken, %d, and one secret more refused", maxNeedles/4, n, maxNeedles)
+	}
+	// The longest run of escaped characters taken, in steps of 9 bytes.
+	lo, hi := 0, len(escaped)/9 // taken, refused
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; Compilable([]string{escaped[:mid*9]}) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	_, within := needles([]string{escaped[:lo*9]})
+	step := within / lo // needle bytes per 9 bytes of secret
+	if within > maxNeedleBytes || within < maxNeedleBytes-2*step {
+		t.Errorf("the longest run of escaped characters taken has %d bytes of needles: want within %d of %d", within, 2*step, maxNeedleBytes)
 	}
 }
