@@ -36,8 +36,8 @@ func nowMs() int64 { return time.Now().UnixMilli() + fault.WallStepMs() }
 // so that a step of the wall clock since (as the slot is taken, or after
 // the handoff: TestFaultsWallStepBeforeTheSpec and TestFaultsWallClockStep
 // step it there) does not move it. A guardian on another clock (another
-// time namespace), or one that reads it behind the admission, counts
-// from now on the wall clock instead.
+// time namespace), or whose clock reads the admission as still to come,
+// counts from now on the wall clock instead.
 func (s *Spec) deadlineAt() time.Time {
 	elapsed := state.MonoNowMs() - s.AdmittedMonoMs
 	if s.AdmittedMonoMs == 0 || s.MonoClock != state.MonoClock() || elapsed < 0 {
