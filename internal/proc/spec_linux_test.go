@@ -177,8 +177,9 @@ func TestHandoffRoundTrip(t *testing.T) {
 func TestSpecDeadlineAt(t *testing.T) {
 	const hour = int64(time.Hour / time.Millisecond)
 	now, mono := nowMs(), state.MonoNowMs()
-	// Admitted a minute ago by both clocks, with 90 minutes to run; the
-	// wall clock has since been stepped two hours forward.
+	// Admitted a minute ago, with 90 minutes to run; the wall clock has
+	// been stepped two hours forward since, so it counts two hours and a
+	// minute.
 	admitted := now - 2*hour - 60000
 	spec := Spec{AdmittedAtMs: admitted, AdmittedMonoMs: mono - 60000, MonoClock: state.MonoClock(), WorkDeadlineMs: int64p(admitted + 90*60000)}
 	fromAdmission := 89 * time.Minute
